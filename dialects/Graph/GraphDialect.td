@@ -1,0 +1,68 @@
+//===- GraphDialect.td - The graph dialect's definition ----*- tablegen -*-===//
+//
+// Part of Kiln. The graph dialect: tensor-level ops with value semantics and
+// static shapes, the input of autodiff and of every graph optimization.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_GRAPH_DIALECT_TD
+#define KILN_GRAPH_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/EnumAttr.td"
+
+def Graph_Dialect : Dialect {
+  let name = "graph";
+  let cppNamespace = "::kiln::graph";
+  let summary = "Tensor-level graph of a neural network, with static shapes.";
+  let description = [{
+    The graph dialect holds a model as one `func.func @forward` whose
+    arguments are the model's parameters and inputs and whose results are the
+    loss and the named outputs. Ops have value semantics over statically
+    shaped `tensor` types; broadcasting is explicit (`graph.broadcast`), so
+    every elementwise op takes operands of one type.
+
+    Function-level structure is carried by discardable attributes that the
+    dialect verifies:
+    - on an argument, `graph.param = "block.0.w_qkv"` with
+      `graph.init = {kind = "normal", std = 0.02 : f64}`, or
+      `graph.input = "tokens"`;
+    - on a result, `graph.output = "logits"`; the loss is the result that also
+      carries `graph.loss`;
+    - on the module, `graph.model = "gpt"`, `graph.dims = {B = 32 : i64, ...}`,
+      `graph.batch_dim = "B"` and `graph.train = {...}` (the train block).
+  }];
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    // Names of the discardable attributes that carry the model's structure.
+    static constexpr ::llvm::StringLiteral kParamAttr = "graph.param";
+    static constexpr ::llvm::StringLiteral kInitAttr = "graph.init";
+    static constexpr ::llvm::StringLiteral kInputAttr = "graph.input";
+    static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
+    static constexpr ::llvm::StringLiteral kLossAttr = "graph.loss";
+    static constexpr ::llvm::StringLiteral kModelAttr = "graph.model";
+    static constexpr ::llvm::StringLiteral kDimsAttr = "graph.dims";
+    static constexpr ::llvm::StringLiteral kBatchDimAttr = "graph.batch_dim";
+    static constexpr ::llvm::StringLiteral kTrainAttr = "graph.train";
+  }];
+}
+
+/// The reductions `graph.reduce` computes.
+def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Mean", 2, "mean">]> {
+  let cppNamespace = "::kiln::graph";
+}
+
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, traits>;
+
+def Graph_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Graph_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Graph_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
+
+#endif // KILN_GRAPH_DIALECT_TD

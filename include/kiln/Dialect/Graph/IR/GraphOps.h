@@ -1,0 +1,31 @@
+//===- GraphOps.h - Ops of the graph dialect --------------------*- C++ -*-===//
+//
+// Part of Kiln. Declares the graph ops and their interfaces.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_GRAPH_IR_GRAPHOPS_H
+#define KILN_DIALECT_GRAPH_IR_GRAPHOPS_H
+
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace kiln::graph {
+/// Bytes of every operand read plus every result written, for ops whose
+/// traffic is just their tensors.
+int64_t defaultBytesAccessed(mlir::Operation *op);
+} // namespace kiln::graph
+
+#include "kiln/Dialect/Graph/IR/GraphInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Graph/IR/GraphOps.h.inc"
+
+#endif // KILN_DIALECT_GRAPH_IR_GRAPHOPS_H

@@ -1,0 +1,130 @@
+//===- GraphDialect.cpp - The graph dialect --------------------------------===//
+//
+// Part of Kiln. Registers the graph ops and verifies the discardable
+// attributes that carry a model's structure (parameters, inputs, outputs,
+// dims, the train block).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+#include "kiln/Dialect/Graph/IR/GraphDialect.cpp.inc"
+#include "kiln/Dialect/Graph/IR/GraphEnums.cpp.inc"
+
+void GraphDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialect/Graph/IR/GraphOps.cpp.inc"
+      >();
+}
+
+/// The initializers a parameter may carry, and the f64 fields each needs.
+static LogicalResult verifyInitializer(Operation *op, Attribute attr) {
+  auto dict = dyn_cast<DictionaryAttr>(attr);
+  if (!dict)
+    return op->emitError() << "'" << GraphDialect::kInitAttr
+                           << "' must be a dictionary";
+  auto kind = dict.getAs<StringAttr>("kind");
+  if (!kind)
+    return op->emitError() << "'" << GraphDialect::kInitAttr
+                           << "' needs a string 'kind'";
+  SmallVector<StringRef, 2> fields;
+  StringRef k = kind.getValue();
+  if (k == "normal")
+    fields = {"std"};
+  else if (k == "uniform")
+    fields = {"low", "high"};
+  else if (k == "constant")
+    fields = {"value"};
+  else if (k != "zeros" && k != "ones")
+    return op->emitError() << "unknown initializer kind '" << k
+                           << "' (expected zeros, ones, constant, normal or "
+                              "uniform)";
+  for (StringRef field : fields)
+    if (!dict.getAs<FloatAttr>(field))
+      return op->emitError() << "initializer '" << k << "' needs an f64 '"
+                             << field << "'";
+  return success();
+}
+
+LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kParamAttr || name == kInputAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' of argument " << argIndex
+                             << " must be a string";
+    if (name == kParamAttr &&
+        !isa<RankedTensorType>(
+            op->getRegion(regionIndex).getArgument(argIndex).getType()))
+      return op->emitError() << "parameter argument " << argIndex
+                             << " must be a ranked tensor";
+    return success();
+  }
+  if (name == kInitAttr)
+    return verifyInitializer(op, attr.getValue());
+  return op->emitError() << "unknown graph argument attribute '" << name
+                         << "'";
+}
+
+LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kOutputAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' of result " << resultIndex
+                             << " must be a string";
+    return success();
+  }
+  if (name == kLossAttr) {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!fn)
+      return success();
+    auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[resultIndex]);
+    if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+      return op->emitError() << "the loss (result " << resultIndex
+                             << ") must be a scalar float tensor";
+    return success();
+  }
+  return op->emitError() << "unknown graph result attribute '" << name << "'";
+}
+
+LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kModelAttr || name == kBatchDimAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a string";
+    return success();
+  }
+  if (name == kDimsAttr) {
+    auto dims = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!dims)
+      return op->emitError() << "'" << name << "' must be a dictionary";
+    for (NamedAttribute dim : dims) {
+      auto value = dyn_cast<IntegerAttr>(dim.getValue());
+      if (!value || value.getInt() <= 0)
+        return op->emitError() << "dim '" << dim.getName().getValue()
+                               << "' must be a positive integer";
+    }
+    return success();
+  }
+  if (name == kTrainAttr) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a dictionary";
+    return success();
+  }
+  return op->emitError() << "unknown graph attribute '" << name << "'";
+}

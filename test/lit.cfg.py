@@ -1,0 +1,21 @@
+# -*- Python -*-
+# Kiln's lit configuration: MLIR files under test/ run through kiln-opt and
+# FileCheck; .kiln files through the kiln CLI; the GoogleTest binary under
+# unit/ runs as one lit test per case.
+import os
+import lit.formats
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not lit_config.isWindows)
+config.suffixes = [".mlir", ".kiln", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
+if config.kiln_has_ptxas:
+    config.available_features.add("ptxas")

@@ -1,0 +1,2 @@
+// TEMPORARY
+int main() { return 0; }
