@@ -61,8 +61,14 @@ def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
-def Graph_FloatTensor : RankedTensorOf<[AnyFloat]>;
-def Graph_IndexTensor : RankedTensorOf<[I32, I64]>;
+// Graph values are statically shaped: the shape rules and the cost model
+// need every dim, so a `?` is rejected by the op's type constraints.
+def Graph_Tensor : RankedTensorOf<[AnyType], [HasStaticShapePred],
+    "statically shaped tensor">;
+def Graph_FloatTensor : RankedTensorOf<[AnyFloat], [HasStaticShapePred],
+    "statically shaped tensor">;
+def Graph_IndexTensor : RankedTensorOf<[I32, I64], [HasStaticShapePred],
+    "statically shaped tensor">;
 def Graph_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
 
 #endif // KILN_GRAPH_DIALECT_TD

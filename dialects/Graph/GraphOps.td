@@ -29,7 +29,7 @@ def Graph_ConstantOp : Graph_Op<"constant", [Pure, ConstantLike,
     ```
   }];
   let arguments = (ins ElementsAttr:$value);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "attr-dict $value";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -116,10 +116,11 @@ def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
     %b = graph.broadcast %bias : tensor<64xf32> -> tensor<32x64xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
@@ -150,10 +151,11 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure,
     %r = graph.reshape %x : tensor<2x64x128xf32> -> tensor<2x64x4x32xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_TransposeOp : Graph_Op<"transpose", [Pure,
@@ -164,10 +166,11 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure,
     %t = graph.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<2x64x4x32xf32> -> tensor<2x4x64x32xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_SliceOp : Graph_Op<"slice", [Pure,
@@ -178,22 +181,24 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure,
     %s = graph.slice %x {offsets = array<i64: 0, 128>} : tensor<4x384xf32> -> tensor<4x128xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$offsets);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Graph_Tensor:$input, DenseI64ArrayAttr:$offsets);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "Joins tensors along one axis.";
   let description = [{
+    `axis` is non-negative; the inputs agree in every other dim.
     ```mlir
     %c = graph.concat %a, %b {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
     ```
   }];
-  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Variadic<Graph_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
   let hasVerifier = 1;
 }
@@ -202,13 +207,16 @@ def Graph_SplitOp : Graph_Op<"split", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "Cuts a tensor along one axis into pieces of the results' sizes.";
   let description = [{
+    `axis` is non-negative; every piece has a positive size along it.
     ```mlir
     %q, %k, %v = graph.split %x {axis = 2 : i64} : tensor<2x64x384xf32> -> (tensor<2x64x128xf32>, tensor<2x64x128xf32>, tensor<2x64x128xf32>)
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
-  let results = (outs Variadic<AnyRankedTensor>:$results);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let arguments = (ins Graph_Tensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<Graph_Tensor>:$results);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` `(` type($results) `)`
+  }];
   let hasVerifier = 1;
 }
 
@@ -358,10 +366,11 @@ def Graph_CastOp : Graph_Op<"cast", [Pure,
     %h = graph.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input);
-  let results = (outs AnyRankedTensor:$result);
+  let arguments = (ins Graph_Tensor:$input);
+  let results = (outs Graph_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 #endif // KILN_GRAPH_OPS_TD

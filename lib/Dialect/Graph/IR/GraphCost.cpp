@@ -1,14 +1,166 @@
-//===- GraphCost.cpp - CostOpInterface of the graph ops --------------------===//
-// TEMPORARY STUBS
+//===- GraphCost.cpp - CostOpInterface of the graph ops
+//--------------------===//
+//
+// Part of Kiln. FLOPs and bytes of each graph op, as `kiln check` reports them
+// and as fusion and recomputation weigh them.
+//
+// FLOP-counting convention:
+// - One FLOP per arithmetic operation on one element: add, subtract,
+//   multiply, divide, compare (max), negate. A multiply-add is two FLOPs. A
+//   transcendental (exp, log, tanh, sqrt, rsqrt, pow) counts as one.
+// - Matmul: 2 * M * N * K per matrix, times the broadcast batch size.
+// - Elementwise unary and binary ops: 1 per result element, except GELU
+//   (tanh approximation): 9 per element (x*x*x: 2, * 0.044715: 1, + x: 1,
+//   * sqrt(2/pi): 1, tanh: 1, + 1: 1, * x: 1, * 0.5: 1).
+// - Reduce: sum and max 1 per input element; mean adds 1 per result element
+//   (the division).
+// - Softmax: 5 per element (max, subtract, exp, sum, divide).
+// - Layer norm: 8 per element (mean: 1, subtract: 1, square: 1, variance
+//   sum: 1, normalize: 1, gamma: 1, beta: 1; the per-row divisions, + eps
+//   and rsqrt are rounded into the eighth).
+// - Cross-entropy: 5 per logit (max, subtract, exp, sum, and the weighted sum
+//   of the smoothed target distribution); per-row log and mean are
+//   negligible and not counted.
+// - Attention: its two matmuls, 2*Tq*Tk*Dk and 2*Tq*Tk*Dv per batch entry,
+//   plus 6 per score (scale: 1, softmax: 5). Causal attention is counted as
+//   dense: masked scores are not subtracted.
+// - Dropout: 2 per element (compare against the random draw, scale); drawing
+//   the random numbers is not counted.
+// - Data movement costs 0 FLOPs: constant, broadcast, reshape, transpose,
+//   slice, concat, split, embedding (a gather) and cast. Their cost is their
+//   bytes.
+//
+// Bytes: every operand read once plus every result written once, with the
+// element bit width rounded up to whole bytes (i1 is 1 byte, bf16 2).
+//
 //===----------------------------------------------------------------------===//
+
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/IR/GraphShapes.h"
+
 using namespace mlir;
 using namespace kiln::graph;
-int64_t kiln::graph::defaultBytesAccessed(Operation *op) { return 0; }
-#define STUB(Op) int64_t Op::getFlops() { return 0; }
-STUB(ConstantOp) STUB(NegOp) STUB(ExpOp) STUB(LogOp) STUB(TanhOp) STUB(SqrtOp)
-STUB(RsqrtOp) STUB(ReluOp) STUB(GeluOp) STUB(AddOp) STUB(SubOp) STUB(MulOp)
-STUB(DivOp) STUB(PowOp) STUB(MatmulOp) STUB(BroadcastOp) STUB(ReduceOp)
-STUB(ReshapeOp) STUB(TransposeOp) STUB(SliceOp) STUB(ConcatOp) STUB(SplitOp)
-STUB(EmbeddingOp) STUB(LayerNormOp) STUB(SoftmaxOp) STUB(AttentionOp)
-STUB(CrossEntropyOp) STUB(DropoutOp) STUB(CastOp)
+
+namespace {
+constexpr int64_t kGeluFlopsPerElement = 9;
+constexpr int64_t kSoftmaxFlopsPerElement = 5;
+constexpr int64_t kLayerNormFlopsPerElement = 8;
+constexpr int64_t kCrossEntropyFlopsPerLogit = 5;
+constexpr int64_t kAttentionFlopsPerScore = 1 + kSoftmaxFlopsPerElement;
+constexpr int64_t kDropoutFlopsPerElement = 2;
+} // namespace
+
+static int64_t numElements(Value value) {
+  return getNumElements(cast<ShapedType>(value.getType()).getShape());
+}
+
+/// Bytes of one element of `type`: its bit width rounded up to whole bytes.
+static int64_t elementBytes(Type type) {
+  if (auto complex = dyn_cast<ComplexType>(type))
+    return 2 * elementBytes(complex.getElementType());
+  if (type.isIntOrFloat())
+    return (type.getIntOrFloatBitWidth() + 7) / 8;
+  return 8; // index and other opaque scalars: a machine word.
+}
+
+static int64_t tensorBytes(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  return shaped.getNumElements() * elementBytes(shaped.getElementType());
+}
+
+int64_t kiln::graph::defaultBytesAccessed(Operation *op) {
+  int64_t bytes = 0;
+  for (Type type : op->getOperandTypes())
+    bytes += tensorBytes(type);
+  for (Type type : op->getResultTypes())
+    bytes += tensorBytes(type);
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+#define KILN_ONE_FLOP_PER_ELEMENT(Op)                                          \
+  int64_t Op::getFlops() { return numElements(getResult()); }
+KILN_ONE_FLOP_PER_ELEMENT(NegOp)
+KILN_ONE_FLOP_PER_ELEMENT(ExpOp)
+KILN_ONE_FLOP_PER_ELEMENT(LogOp)
+KILN_ONE_FLOP_PER_ELEMENT(TanhOp)
+KILN_ONE_FLOP_PER_ELEMENT(SqrtOp)
+KILN_ONE_FLOP_PER_ELEMENT(RsqrtOp)
+KILN_ONE_FLOP_PER_ELEMENT(ReluOp)
+KILN_ONE_FLOP_PER_ELEMENT(AddOp)
+KILN_ONE_FLOP_PER_ELEMENT(SubOp)
+KILN_ONE_FLOP_PER_ELEMENT(MulOp)
+KILN_ONE_FLOP_PER_ELEMENT(DivOp)
+KILN_ONE_FLOP_PER_ELEMENT(PowOp)
+#undef KILN_ONE_FLOP_PER_ELEMENT
+
+int64_t GeluOp::getFlops() {
+  return kGeluFlopsPerElement * numElements(getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement: no arithmetic
+//===----------------------------------------------------------------------===//
+
+#define KILN_NO_FLOPS(Op)                                                      \
+  int64_t Op::getFlops() { return 0; }
+KILN_NO_FLOPS(ConstantOp)
+KILN_NO_FLOPS(BroadcastOp)
+KILN_NO_FLOPS(ReshapeOp)
+KILN_NO_FLOPS(TransposeOp)
+KILN_NO_FLOPS(SliceOp)
+KILN_NO_FLOPS(ConcatOp)
+KILN_NO_FLOPS(SplitOp)
+KILN_NO_FLOPS(EmbeddingOp)
+KILN_NO_FLOPS(CastOp)
+#undef KILN_NO_FLOPS
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and neural-network ops
+//===----------------------------------------------------------------------===//
+
+int64_t MatmulOp::getFlops() {
+  // The result is [batch..., M, N]; K is the lhs's contracting dim.
+  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
+  int64_t k = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  return 2 * numElements(getResult()) * k;
+}
+
+int64_t ReduceOp::getFlops() {
+  int64_t flops = numElements(getInput());
+  if (getKind() == ReduceKind::Mean)
+    flops += numElements(getResult());
+  return flops;
+}
+
+int64_t SoftmaxOp::getFlops() {
+  return kSoftmaxFlopsPerElement * numElements(getResult());
+}
+
+int64_t LayerNormOp::getFlops() {
+  return kLayerNormFlopsPerElement * numElements(getResult());
+}
+
+int64_t CrossEntropyOp::getFlops() {
+  return kCrossEntropyFlopsPerLogit * numElements(getLogits());
+}
+
+int64_t AttentionOp::getFlops() {
+  ArrayRef<int64_t> query = getQuery().getType().getShape();
+  ArrayRef<int64_t> value = getValue().getType().getShape();
+  ArrayRef<int64_t> key = getKey().getType().getShape();
+  int64_t batch = getNumElements(query.drop_back(2));
+  int64_t tq = query[query.size() - 2], dk = query.back();
+  int64_t tk = key[key.size() - 2], dv = value.back();
+  int64_t scores = batch * tq * tk;
+  return 2 * scores * dk + 2 * scores * dv + kAttentionFlopsPerScore * scores;
+}
+
+int64_t DropoutOp::getFlops() {
+  return kDropoutFlopsPerElement * numElements(getResult());
+}

@@ -1,30 +1,306 @@
-//===- GraphOps.cpp - Verifiers of the graph ops ---------------------------===//
-// TEMPORARY STUBS: replaced by the real verifiers before this is committed.
+//===- GraphOps.cpp - Verifiers of the graph ops
+//---------------------------===//
+//
+// Part of Kiln. Each verifier checks the op's result types against the shape
+// rules of GraphShapes.h and the op's element-type rules. Operand kinds (float
+// tensor, integer ids, static shapes) are already checked by the ODS type
+// constraints before these run.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/IR/GraphShapes.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace kiln::graph;
 
-LogicalResult ConstantOp::verify() { return success(); }
-LogicalResult MatmulOp::verify() { return success(); }
-LogicalResult BroadcastOp::verify() { return success(); }
-LogicalResult ReduceOp::verify() { return success(); }
-LogicalResult ReshapeOp::verify() { return success(); }
-LogicalResult TransposeOp::verify() { return success(); }
-LogicalResult SliceOp::verify() { return success(); }
-LogicalResult ConcatOp::verify() { return success(); }
-LogicalResult SplitOp::verify() { return success(); }
-LogicalResult EmbeddingOp::verify() { return success(); }
-LogicalResult LayerNormOp::verify() { return success(); }
-LogicalResult SoftmaxOp::verify() { return success(); }
-LogicalResult AttentionOp::verify() { return success(); }
-LogicalResult CrossEntropyOp::verify() { return success(); }
-LogicalResult DropoutOp::verify() { return success(); }
-LogicalResult CastOp::verify() { return success(); }
-double AttentionOp::getEffectiveScale() { return 1.0; }
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<ShapedType>(value.getType()).getShape();
+}
+
+static Type elementTypeOf(Value value) {
+  return cast<ShapedType>(value.getType()).getElementType();
+}
+
+/// Checks that `values` (named by `names`, e.g. "lhs") all have the element
+/// type of the first.
+static LogicalResult verifySameElementType(Operation *op,
+                                           ArrayRef<Value> values,
+                                           ArrayRef<StringRef> names) {
+  Type expected = elementTypeOf(values.front());
+  for (auto [value, name] : llvm::zip(values.drop_front(), names.drop_front()))
+    if (elementTypeOf(value) != expected)
+      return op->emitOpError() << name << " element type "
+                               << elementTypeOf(value) << " differs from "
+                               << names.front() << " element type " << expected;
+  return success();
+}
+
+/// Reports a failed shape rule, or checks `result`'s shape against the
+/// inferred one.
+static LogicalResult verifyInferredShape(Operation *op, ShapeOrError inferred,
+                                         const std::string &error, Value result,
+                                         StringRef resultName = "result") {
+  if (failed(inferred))
+    return op->emitOpError(error);
+  if (shapeOf(result) != ArrayRef<int64_t>(*inferred))
+    return op->emitOpError()
+           << resultName << " shape " << formatShape(shapeOf(result))
+           << " does not match the inferred shape " << formatShape(*inferred);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::verify() {
+  // The value's type equals the result's by AllTypesMatch; what remains is
+  // the element type: graph tensors hold floats or integers.
+  Type elementType = getType().getElementType();
+  if (!isa<FloatType, IntegerType>(elementType))
+    return emitOpError() << "element type must be a float or an integer, got "
+                         << elementType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()},
+                                   {"lhs", "rhs", "result"})))
+    return failure();
+  std::string error;
+  ShapeOrError inferred =
+      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()), getTransposeLhs(),
+                       getTransposeRhs(), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()},
+                                   {"input", "result"})))
+    return failure();
+  std::string error;
+  if (failed(
+          checkBroadcastTo(shapeOf(getInput()), shapeOf(getResult()), error)))
+    return emitOpError(error);
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()},
+                                   {"input", "result"})))
+    return failure();
+  std::string error;
+  ShapeOrError inferred =
+      inferReduceShape(shapeOf(getInput()), getAxes(), getKeepdims(), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()},
+                                   {"input", "result"})))
+    return failure();
+  std::string error;
+  ShapeOrError inferred =
+      inferReshapeShape(shapeOf(getInput()), shapeOf(getResult()), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()},
+                                   {"input", "result"})))
+    return failure();
+  std::string error;
+  ShapeOrError inferred =
+      inferTransposeShape(shapeOf(getInput()), getPerm(), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult SliceOp::verify() {
+  if (failed(verifySameElementType(*this, {getInput(), getResult()},
+                                   {"input", "result"})))
+    return failure();
+  std::string error;
+  if (failed(checkSlice(shapeOf(getInput()), getOffsets(), shapeOf(getResult()),
+                        error)))
+    return emitOpError(error);
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("concat needs at least one input");
+  SmallVector<Value> values(getInputs());
+  values.push_back(getResult());
+  SmallVector<std::string> names;
+  for (size_t i = 0; i < getInputs().size(); ++i)
+    names.push_back("input " + std::to_string(i));
+  names.push_back("result");
+  SmallVector<StringRef> nameRefs(names.begin(), names.end());
+  if (failed(verifySameElementType(*this, values, nameRefs)))
+    return failure();
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Value input : getInputs())
+    shapes.emplace_back(shapeOf(input));
+  std::string error;
+  ShapeOrError inferred =
+      inferConcatShape(shapes, getAxisAttr().getInt(), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult SplitOp::verify() {
+  if (getResults().empty())
+    return emitOpError("split needs at least one result");
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  int64_t axis = getAxisAttr().getInt();
+  SmallVector<int64_t> sizes;
+  for (auto [index, result] : llvm::enumerate(getResults())) {
+    if (elementTypeOf(result) != elementTypeOf(getInput()))
+      return emitOpError() << "result " << index << " element type "
+                           << elementTypeOf(result)
+                           << " differs from input element type "
+                           << elementTypeOf(getInput());
+    ArrayRef<int64_t> shape = shapeOf(result);
+    if (shape.size() != input.size())
+      return emitOpError() << "result " << index << " has rank " << shape.size()
+                           << ", but the input " << formatShape(input)
+                           << " has rank " << input.size();
+    // An out-of-range axis is reported by inferSplitShapes below.
+    sizes.push_back(axis >= 0 && axis < static_cast<int64_t>(shape.size())
+                        ? shape[axis]
+                        : 0);
+  }
+  std::string error;
+  auto inferred = inferSplitShapes(input, sizes, axis, error);
+  if (failed(inferred))
+    return emitOpError(error);
+  for (auto [index, result] : llvm::enumerate(getResults()))
+    if (failed(verifyInferredShape(*this, (*inferred)[index], error, result,
+                                   "result " + std::to_string(index))))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(verifySameElementType(*this, {getTable(), getResult()},
+                                   {"table", "result"})))
+    return failure();
+  std::string error;
+  ShapeOrError inferred =
+      inferEmbeddingShape(shapeOf(getTable()), shapeOf(getIds()), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult LayerNormOp::verify() {
+  // input/result and gamma/beta types match by AllTypesMatch.
+  if (failed(verifySameElementType(*this, {getInput(), getGamma()},
+                                   {"input", "gamma"})))
+    return failure();
+  double eps = getEps().convertToDouble();
+  if (!(eps >= 0.0) || !std::isfinite(eps))
+    return emitOpError() << "eps must be finite and non-negative, got " << eps;
+  std::string error;
+  if (failed(inferLayerNormShape(shapeOf(getInput()), shapeOf(getGamma()),
+                                 shapeOf(getBeta()), error)))
+    return emitOpError(error);
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  std::string error;
+  if (failed(inferSoftmaxShape(shapeOf(getInput()), getAxisAttr().getInt(),
+                               error)))
+    return emitOpError(error);
+  return success();
+}
+
+double AttentionOp::getEffectiveScale() {
+  if (FloatAttr scale = getScaleAttr())
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(static_cast<double>(shapeOf(getQuery()).back()));
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifySameElementType(
+          *this, {getQuery(), getKey(), getValue(), getResult()},
+          {"query", "key", "value", "result"})))
+    return failure();
+  if (FloatAttr scaleAttr = getScaleAttr()) {
+    double scale = scaleAttr.getValueAsDouble();
+    if (!(scale > 0.0) || !std::isfinite(scale))
+      return emitOpError() << "scale must be finite and positive, got "
+                           << scale;
+  }
+  std::string error;
+  ShapeOrError inferred =
+      inferAttentionShape(shapeOf(getQuery()), shapeOf(getKey()),
+                          shapeOf(getValue()), getCausal(), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(verifySameElementType(*this, {getLogits(), getResult()},
+                                   {"logits", "result"})))
+    return failure();
+  double smoothing = getLabelSmoothing().convertToDouble();
+  if (!(smoothing >= 0.0 && smoothing <= 1.0))
+    return emitOpError() << "label_smoothing must be in [0, 1], got "
+                         << smoothing;
+  std::string error;
+  ShapeOrError inferred = inferCrossEntropyShape(shapeOf(getLogits()),
+                                                 shapeOf(getTargets()), error);
+  return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError() << "rate must be in [0, 1), got " << rate;
+  // I64Attr's accessor is unsigned: read the signed value from the attribute.
+  int64_t stream = getStreamAttr().getInt();
+  if (stream < 0)
+    return emitOpError() << "stream must be non-negative, got " << stream;
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  if (input != result)
+    return emitOpError() << "cast keeps the shape: input " << formatShape(input)
+                         << ", result " << formatShape(result);
+  for (auto [value, name] :
+       {std::pair(getInput(), "input"), std::pair(getResult(), "result")}) {
+    Type elementType = elementTypeOf(value);
+    if (!isa<FloatType, IntegerType>(elementType))
+      return emitOpError() << name
+                           << " element type must be a float or an integer, "
+                              "got "
+                           << elementType;
+  }
+  return success();
+}
 
 #define GET_OP_CLASSES
-#include "kiln/Dialect/Graph/IR/GraphOps.cpp.inc"
 #include "kiln/Dialect/Graph/IR/GraphInterfaces.cpp.inc"
+#include "kiln/Dialect/Graph/IR/GraphOps.cpp.inc"
