@@ -1,0 +1,218 @@
+//===- ModelEmitter.h - From the AST to graph IR (internal) -----*- C++ -*-===//
+//
+// Part of Kiln. The emitter evaluates the AST of a model file: dims and loop
+// bounds are computed, `for` loops unroll, user functions are instantiated
+// per call, and every tensor expression becomes graph ops appended to
+// `func.func @forward`. Shapes are checked here, with the same rules the op
+// verifiers use (GraphShapes.h), so that a mistake is reported at the model
+// line that made it, with both shapes and where each came from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_FRONTEND_MODELEMITTER_H
+#define KILN_LIB_FRONTEND_MODELEMITTER_H
+
+#include "kiln/Frontend/AST.h"
+#include "kiln/Frontend/Diagnostics.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::frontend {
+
+/// The value of an evaluated expression.
+struct EvalValue {
+  enum class Kind { Tensor, Int, Float, Bool, Size, List, Tuple, Word };
+  Kind kind = Kind::Int;
+  mlir::Value tensor;
+  int64_t intValue = 0;
+  double floatValue = 0.0;
+  bool boolValue = false;
+  /// An unbound bare word, such as `bf16` or `zeros`.
+  llvm::StringRef word;
+  std::vector<EvalValue> elements;
+  /// Where the value was produced: the expression, or the assignment of the
+  /// variable it was read from.
+  llvm::SMLoc origin;
+
+  static EvalValue ofTensor(mlir::Value value, llvm::SMLoc origin);
+  static EvalValue ofInt(int64_t value, llvm::SMLoc origin);
+  static EvalValue ofFloat(double value, llvm::SMLoc origin);
+
+  bool isTensor() const { return kind == Kind::Tensor; }
+  bool isNumber() const { return kind == Kind::Int || kind == Kind::Float; }
+  double asDouble() const {
+    return kind == Kind::Int ? static_cast<double>(intValue) : floatValue;
+  }
+  mlir::RankedTensorType getTensorType() const {
+    return llvm::cast<mlir::RankedTensorType>(tensor.getType());
+  }
+  /// "f32[32, 64]", "integer 3", "a list of 2 values", ...
+  std::string describe() const;
+};
+
+/// Names visible in a model or function body.
+using Scope = llvm::StringMap<EvalValue>;
+
+/// One user-function instantiation being emitted.
+struct CallFrame {
+  const ast::FnDecl *fn = nullptr;
+  /// `block.0.` for the first call of `block` at model level; nested calls
+  /// extend it: `block.0.mlp.0.`.
+  std::string paramPrefix;
+  /// The location of the call, wrapped around the locations of the ops of
+  /// the body (`CallSiteLoc`), so diagnostics name the model line too.
+  mlir::Location callSite;
+};
+
+/// "f32[32, 64]": a tensor type as the language writes it.
+std::string describeTensorType(mlir::RankedTensorType type);
+
+/// Whether `name` is a builtin op of the language (`relu`, `attention`, ...).
+bool isBuiltinName(llvm::StringRef name);
+
+class ModelEmitter {
+public:
+  ModelEmitter(const llvm::SourceMgr &sourceMgr, mlir::MLIRContext &context,
+               Diagnostics &diagnostics);
+
+  /// Emits the module for `file`; null after an error (already reported).
+  mlir::OwningOpRef<mlir::ModuleOp> emit(const ast::Module &file);
+
+  //===--------------------------------------------------------------------===//
+  // Shared by the statement, expression and builtin emitters.
+  //===--------------------------------------------------------------------===//
+
+  /// Reports an error at `loc`; always returns failure.
+  mlir::LogicalResult error(llvm::SMLoc loc, const llvm::Twine &message);
+  /// Attaches a note to the last error.
+  void note(llvm::SMLoc loc, const llvm::Twine &message);
+  /// Notes where a tensor operand came from ("lhs f32[4, 8] comes from here").
+  void noteOrigin(const EvalValue &value, llvm::StringRef role);
+
+  /// The MLIR location of `loc`, inside the current call chain.
+  mlir::Location getLoc(llvm::SMLoc loc);
+  mlir::OpBuilder &getBuilder() { return builder; }
+  mlir::MLIRContext &getContext() { return context; }
+
+  mlir::FailureOr<EvalValue> evaluate(const ast::Expr &expr);
+  /// Evaluates `expr` and requires a tensor.
+  mlir::FailureOr<EvalValue> evaluateTensor(const ast::Expr &expr,
+                                            llvm::StringRef what);
+  /// Evaluates `expr` and requires an integer (a dim expression).
+  mlir::FailureOr<int64_t> evaluateInt(const ast::Expr &expr,
+                                       llvm::StringRef what);
+  /// Evaluates a list of integers (`[B, T, D]`), or one integer as a list.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  evaluateIntList(const ast::Expr &expr, llvm::StringRef what);
+
+  /// Turns a number into a splat constant of `like`'s type.
+  mlir::FailureOr<EvalValue> materializeScalar(const EvalValue &number,
+                                               mlir::RankedTensorType like,
+                                               llvm::SMLoc loc);
+  /// Broadcasts a tensor to `shape` if it differs.
+  mlir::Value broadcastTo(mlir::Value tensor, llvm::ArrayRef<int64_t> shape,
+                          mlir::Location loc);
+
+  /// Applies a binary operator to two evaluated operands, with NumPy
+  /// broadcasting of tensors and constant folding of numbers.
+  mlir::FailureOr<EvalValue> emitBinary(ast::BinaryOp op, llvm::SMLoc opLoc,
+                                        EvalValue lhs, EvalValue rhs);
+
+  /// Calls a builtin op or a user function.
+  mlir::FailureOr<EvalValue> emitCall(const ast::CallExpr &call);
+
+  /// Counts an emitted op against the size limit of a model.
+  mlir::LogicalResult countOp(llvm::SMLoc loc);
+  /// A fresh dropout stream id.
+  int64_t nextDropoutStream() { return dropoutStreams++; }
+
+private:
+  // Statements (ModelEmitter.cpp).
+  mlir::LogicalResult emitModel(const ast::ModelDecl &model);
+  mlir::LogicalResult emitStatements(const ast::StmtList &body, bool inModel);
+  mlir::LogicalResult emitStatement(const ast::Stmt &stmt, bool inModel);
+  mlir::LogicalResult emitDims(const ast::DimStmt &stmt);
+  mlir::LogicalResult emitInput(const ast::InputStmt &stmt);
+  mlir::LogicalResult emitParam(const ast::ParamStmt &stmt);
+  mlir::LogicalResult emitAssign(const ast::AssignStmt &stmt);
+  mlir::LogicalResult emitFor(const ast::ForStmt &stmt, bool inModel);
+  mlir::LogicalResult emitModelReturn(const ast::ReturnStmt &stmt);
+  mlir::LogicalResult emitOutput(const ast::OutputStmt &stmt);
+  mlir::LogicalResult finishForward();
+
+  /// Evaluates a declared type, `f32[B, 3*D]`, in the current scope.
+  mlir::FailureOr<mlir::RankedTensorType> evaluateType(const ast::TypeExpr &type);
+  /// Validates an initializer and returns its `graph.init` dictionary.
+  mlir::FailureOr<mlir::DictionaryAttr> evaluateInit(const ast::Expr &init);
+  /// Adds an argument to @forward.
+  mlir::Value addForwardArgument(mlir::Type type, llvm::SMLoc loc,
+                                 llvm::StringRef attrName,
+                                 llvm::StringRef name,
+                                 mlir::DictionaryAttr init = {});
+
+  // User functions (FunctionCalls.cpp).
+public:
+  mlir::FailureOr<EvalValue> callUserFunction(const ast::FnDecl &fn,
+                                              const ast::CallExpr &call);
+
+  // The train block (TrainBlock.cpp).
+  mlir::FailureOr<mlir::DictionaryAttr> emitTrainBlock(const ast::TrainDecl &train);
+
+  /// Looks a name up in the current scope, then among the dims.
+  const EvalValue *lookup(llvm::StringRef name) const;
+  /// Names in scope, for suggestions.
+  std::vector<llvm::StringRef> namesInScope() const;
+
+private:
+  const llvm::SourceMgr &sourceMgr;
+  mlir::MLIRContext &context;
+  Diagnostics &diagnostics;
+  mlir::OpBuilder builder;
+  mlir::StringAttr fileName;
+
+  const ast::Module *file = nullptr;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp forward;
+  llvm::SmallVector<mlir::Attribute> argAttrs;
+
+  /// Dims, in declaration order and by name.
+  llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> dimList;
+  llvm::StringMap<int64_t> dims;
+  std::optional<llvm::StringRef> batchDim;
+
+  /// The innermost scope is the current one; a function call pushes one.
+  std::vector<Scope> scopes;
+  std::vector<CallFrame> frames;
+  /// Calls of each function so far, per enclosing prefix:
+  /// "" + "block" -> 2 means block.0 and block.1 exist.
+  llvm::StringMap<int64_t> callCounts;
+  /// Every parameter name, with where it was declared.
+  llvm::StringMap<llvm::SMLoc> paramNames;
+  llvm::StringMap<llvm::SMLoc> inputNames;
+
+  /// Results of @forward: the loss first, then outputs in order.
+  struct Result {
+    std::string name;
+    mlir::Value value;
+    bool isLoss;
+    llvm::SMLoc loc;
+  };
+  std::vector<Result> results;
+  bool hasReturn = false;
+
+  int64_t emittedOps = 0;
+  int64_t dropoutStreams = 0;
+};
+
+} // namespace kiln::frontend
+
+#endif // KILN_LIB_FRONTEND_MODELEMITTER_H
