@@ -1,2 +1,37 @@
-// TEMPORARY
-int main() { return 0; }
+//===- kiln.cpp - The Kiln command-line interface --------------------------===//
+//
+// Part of Kiln. `kiln <subcommand> ...`: check, compile, run. Each subcommand
+// has its own --help.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+int main(int argc, char **argv) {
+  InitLLVM initLLVM(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "Kiln: a compiler for neural-network training\n\n"
+      "  kiln check MODEL.kiln             parse, verify, summarize\n"
+      "  kiln compile MODEL.kiln --emit=graph\n"
+      "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n\n"
+      "Run `kiln SUBCOMMAND --help` for a subcommand's options.\n");
+
+  if (kiln::cli::checkCommand)
+    return kiln::cli::runCheck();
+  if (kiln::cli::compileCommand)
+    return kiln::cli::runCompile();
+  if (kiln::cli::runCommand)
+    return kiln::cli::runRun();
+
+  WithColor::error(errs(), "kiln")
+      << "missing subcommand: expected check, compile or run "
+         "(see `kiln --help`)\n";
+  return 1;
+}

@@ -1,0 +1,28 @@
+//===- Commands.h - The kiln CLI's subcommands ------------------*- C++ -*-===//
+//
+// Part of Kiln. Each subcommand lives in its own file, declares its options
+// under its llvm::cl::SubCommand, and exposes one entry point here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_COMMANDS_H
+#define KILN_TOOLS_KILN_COMMANDS_H
+
+#include "llvm/Support/CommandLine.h"
+
+namespace kiln::cli {
+
+extern llvm::cl::SubCommand checkCommand;
+extern llvm::cl::SubCommand compileCommand;
+extern llvm::cl::SubCommand runCommand;
+
+/// `kiln check MODEL.kiln`: parse, verify, print a summary.
+int runCheck();
+/// `kiln compile MODEL.kiln --emit=graph`: print the IR of a stage.
+int runCompile();
+/// `kiln run MODEL.kiln --input NAME=FILE.npy ...`: evaluate the forward.
+int runRun();
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_COMMANDS_H

@@ -1,0 +1,49 @@
+//===- ModelLoading.cpp - Shared model loading for the CLI -----------------===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelLoading.h"
+
+#include "kiln/Frontend/Frontend.h"
+#include "kiln/InitKiln.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace kiln;
+using namespace kiln::cli;
+
+std::unique_ptr<LoadedModel> kiln::cli::loadModelForCLI(llvm::StringRef path) {
+  auto loaded = std::make_unique<LoadedModel>();
+  mlir::DialectRegistry registry;
+  registerKilnDialects(registry);
+  loaded->context = std::make_unique<mlir::MLIRContext>(registry);
+  loaded->context->loadAllAvailableDialects();
+
+  if (!path.ends_with(".mlir")) {
+    loaded->module = frontend::loadModelFile(path, loaded->sourceMgr,
+                                             *loaded->context, llvm::errs());
+    return loaded;
+  }
+
+  // Graph IR written by hand or by `kiln compile --emit=graph`.
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer) {
+    llvm::WithColor::error(llvm::errs(), "kiln")
+        << "cannot read '" << path << "': " << buffer.getError().message()
+        << "\n";
+    return loaded;
+  }
+  loaded->sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler handler(loaded->sourceMgr,
+                                           loaded->context.get());
+  loaded->module = mlir::parseSourceFile<mlir::ModuleOp>(loaded->sourceMgr,
+                                                         loaded->context.get());
+  return loaded;
+}
