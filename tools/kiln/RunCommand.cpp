@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
@@ -168,7 +169,7 @@ static void printTensor(StringRef name, const interp::Tensor &tensor,
   os << formatv("{0,-12} {1}", name, tensor.getTypeString());
   int64_t count = tensor.getNumElements();
   if (count == 1) {
-    os << formatv(" = {0:g}\n", tensor.getDouble(0));
+    os << " = " << format("%.9g", tensor.getDouble(0)) << "\n";
     return;
   }
   double sum = 0, lo = INFINITY, hi = -INFINITY;
@@ -180,9 +181,9 @@ static void printTensor(StringRef name, const interp::Tensor &tensor,
   }
   os << "  [";
   for (int64_t i = 0; i < std::min<int64_t>(count, 6); ++i)
-    os << (i ? ", " : "") << formatv("{0:g}", tensor.getDouble(i));
+    os << (i ? ", " : "") << format("%.6g", tensor.getDouble(i));
   os << (count > 6 ? ", ...]" : "]");
-  os << formatv("  mean {0:g}, min {1:g}, max {2:g}\n", sum / count, lo, hi);
+  os << format("  mean %.6g, min %.6g, max %.6g\n", sum / count, lo, hi);
 }
 
 static npy::Array toNpy(const interp::Tensor &tensor) {
@@ -309,7 +310,7 @@ int kiln::cli::runRun() {
     if (!status)
       return fail(status.message());
   }
-  errs() << formatv("forward pass: {0:f3} s (reference interpreter)\n",
-                    seconds);
+  errs() << formatv("forward pass: {0:f1} ms (reference interpreter)\n",
+                    seconds * 1e3);
   return 0;
 }
