@@ -327,8 +327,11 @@ StmtPtr Parser::parseStatement(BodyKind kind, bool inLoop) {
     return parseReturn(kind, inLoop);
   case Token::Identifier:
     if (kind == BodyKind::Model && tok().spelling == "batch" &&
-        peekNext().is(Token::Equal))
+        peekNext().is(Token::Equal)) {
+      if (inLoop)
+        return reportMisplaced(*this, "batch", kind, inLoop);
       return parseBatch();
+    }
     return parseAssign();
   case Token::KwFn:
   case Token::KwModel:

@@ -335,6 +335,8 @@ const ErrorCase kErrorCases[] = {
      "2:19: 'return' is not allowed inside a 'for' loop"},
     {"model m {\n  for l in 0..2 { output o = x }\n}\n",
      "2:19: 'output' is not allowed inside a 'for' loop"},
+    {"model m {\n  for l in 0..2 { batch = B }\n}\n",
+     "2:19: 'batch' is not allowed inside a 'for' loop"},
     {"model m {\n  fn f() -> f32[] { return 1 }\n}\n",
      "2:3: 'fn' declarations are only allowed at the top level"},
     {"model m {\n  return a, b\n}\n",
