@@ -101,8 +101,16 @@ public:
   /// Evaluates `op` and binds its results.
   llvm::Error evaluate(Operation *op);
 
-  /// The tensor bound to `value`; every operand is bound before its use in
-  /// a function body's single block.
+  /// An error at `op` unless every operand has been computed: verified IR
+  /// guarantees it, unverified IR may use a value before its definition.
+  llvm::Error checkOperandsBound(Operation *op) const {
+    for (Value operand : op->getOperands())
+      if (!values.count(operand))
+        return makeOpError(op, "uses a value that is not computed before it");
+    return llvm::Error::success();
+  }
+
+  /// The tensor bound to `value` (see checkOperandsBound).
   const Tensor &lookup(Value value) const {
     auto it = values.find(value);
     assert(it != values.end() && "operand evaluated before its definition");
@@ -124,6 +132,8 @@ private:
 } // namespace
 
 llvm::Error Evaluation::evaluate(Operation *op) {
+  if (llvm::Error err = checkOperandsBound(op))
+    return err;
   auto in = [&](unsigned i) -> const Tensor & {
     return lookup(op->getOperand(i));
   };
@@ -234,6 +244,8 @@ kiln::interp::runFunction(func::FuncOp function,
 
   for (Operation &op : body) {
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+      if (llvm::Error err = evaluation.checkOperandsBound(ret))
+        return std::move(err);
       llvm::SmallVector<Tensor> results;
       for (Value operand : ret.getOperands())
         results.push_back(evaluation.lookup(operand));

@@ -150,6 +150,22 @@ TEST_F(InterpreterTest, CastRoundsAndTruncates) {
   EXPECT_EQ(r[4].getDouble(3), 1.0);
 }
 
+TEST_F(InterpreterTest, F16CastRoundsAndOverflowsToInfinity) {
+  const char *ir = R"mlir(
+    func.func @forward(%x: tensor<3xf32>) -> tensor<3xf16> {
+      %0 = graph.cast %x : tensor<3xf32> -> tensor<3xf16>
+      return %0 : tensor<3xf16>
+    }
+  )mlir";
+  // f16 has 11 significant bits: 1/3 -> 1365 / 4096; the largest finite
+  // f16 is 65504, and 70000 is past the rounding boundary 65520.
+  std::vector<Tensor> r = run(ir, {f32({3}, {1.0 / 3.0, 70000, -0.5})});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].getDouble(0), 1365.0 / 4096.0);
+  EXPECT_EQ(r[0].getDouble(1), INFINITY);
+  EXPECT_EQ(r[0].getDouble(2), -0.5);
+}
+
 TEST_F(InterpreterTest, CastOfNaNToIntegerIsAnError) {
   const char *ir = R"mlir(
     func.func @forward(%x: tensor<2xf32>) -> tensor<2xi32> {
@@ -388,6 +404,21 @@ TEST_F(InterpreterTest, UnsupportedOpsAreReportedAtTheirLocation) {
   )mlir";
   expectError(ir, {f32({2}, {1, 2})},
               {"net.kiln:7:3", "'func.call' is not supported"});
+}
+
+TEST_F(InterpreterTest, UseBeforeDefinitionInUnverifiedIRIsAnError) {
+  // The verifier's dominance check rejects this; the interpreter must not
+  // read an unbound value when given it anyway.
+  const char *ir = R"mlir(
+    func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {
+      %0 = graph.neg %1 : tensor<2xf32> loc("u.kiln":1:2)
+      %1 = graph.neg %x : tensor<2xf32>
+      return %0 : tensor<2xf32>
+    }
+  )mlir";
+  expectError(ir, {f32({2}, {1, 2})},
+              {"u.kiln:1:2", "uses a value that is not computed before it"}, {},
+              /*verify=*/false);
 }
 
 //===----------------------------------------------------------------------===//

@@ -35,6 +35,12 @@
 //                  lane even: r cos(theta),  lane odd: r sin(theta)
 //                computed in double; callers round the result to their type.
 //
+// Exactness: raw words, uniforms and dropout decisions are integer (or
+// exactly rounded) arithmetic, so every backend reproduces them bit for bit.
+// Normals go through log, sqrt, sin and cos in double, whose last bit may
+// differ between libm and a GPU's math library; rounding to f32 almost always
+// hides that, but compare initializer normals across backends to 1 f32 ulp.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_PHILOX_H
