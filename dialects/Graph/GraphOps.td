@@ -373,4 +373,6 @@ def Graph_CastOp : Graph_Op<"cast", [Pure,
   let hasFolder = 1;
 }
 
+include "GraphOptimizerOps.td"
+
 #endif // KILN_GRAPH_OPS_TD
