@@ -202,6 +202,19 @@ llvm::Error Evaluation::evaluate(Operation *op) {
       .Case([&](graph::CastOp c) {
         return bindResult(op, evaluateCast(c, in(0)));
       })
+      .Case<graph::LrScheduleOp, graph::GlobalNormOp, graph::ClipScaleOp,
+            graph::SgdUpdateOp, graph::MomentumUpdateOp,
+            graph::AdamWUpdateOp>([&](auto) -> llvm::Error {
+        llvm::SmallVector<const Tensor *> operands;
+        for (Value operand : op->getOperands())
+          operands.push_back(&lookup(operand));
+        auto results = evaluateOptimizerOp(op, operands);
+        if (!results)
+          return results.takeError();
+        for (auto [value, tensor] : llvm::zip_equal(op->getResults(), *results))
+          bind(value, std::move(tensor));
+        return llvm::Error::success();
+      })
       .Default([&](Operation *) {
         return makeOpError(op, "is not supported by the interpreter");
       });

@@ -77,6 +77,11 @@ llvm::Expected<Tensor> evaluateCrossEntropy(graph::CrossEntropyOp op,
 llvm::Expected<Tensor> evaluateDropout(graph::DropoutOp op, const Tensor &input,
                                        const RunOptions &options);
 
+/// lr_schedule, global_norm, clip_scale and the sgd/momentum/adamw updates.
+llvm::Expected<llvm::SmallVector<Tensor>>
+evaluateOptimizerOp(mlir::Operation *op,
+                    llvm::ArrayRef<const Tensor *> operands);
+
 } // namespace kiln::interp::eval
 
 #endif // KILN_LIB_INTERPRETER_OPEVALUATORS_H
