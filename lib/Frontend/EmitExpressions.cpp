@@ -287,8 +287,10 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
                               opLoc);
   }
 
-  auto describeBoth = [&]() {
-    return (lhs.describe() + " " + spelling + " " + rhs.describe());
+  // A std::string, not a Twine: a Twine would point into the temporaries of
+  // this return statement, which are gone by the time it is printed.
+  auto describeBoth = [&]() -> std::string {
+    return lhs.describe() + " " + spelling.str() + " " + rhs.describe();
   };
   if (!(lhs.isTensor() || lhs.isNumber()) ||
       !(rhs.isTensor() || rhs.isNumber()))

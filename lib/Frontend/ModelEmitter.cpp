@@ -14,6 +14,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -70,7 +71,10 @@ std::string EvalValue::describe() const {
   case Kind::Int:
     return llvm::formatv("the integer {0}", intValue).str();
   case Kind::Float:
-    return llvm::formatv("the number {0}", floatValue).str();
+    // %g: as written (1.5, 1e-05), not formatv's fixed two decimals,
+    // which shows 1e-5 as 0.00.
+    return llvm::formatv("the number {0}", llvm::format("%g", floatValue))
+        .str();
   case Kind::Bool:
     return boolValue ? "true" : "false";
   case Kind::Size:
