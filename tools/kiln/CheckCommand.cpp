@@ -20,10 +20,10 @@ cl::SubCommand kiln::cli::checkCommand(
 
 static cl::opt<std::string> checkModel(cl::Positional, cl::Required,
                                        cl::desc("MODEL.kiln"),
-                                       cl::sub(kiln::cli::checkCommand));
+                                       cl::sub(kiln::cli::checkCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> checkJSON("json",
                                cl::desc("Print the summary as one JSON object"),
-                               cl::sub(kiln::cli::checkCommand));
+                               cl::sub(kiln::cli::checkCommand), cl::cat(kiln::cli::optionCategory));
 
 int kiln::cli::runCheck() {
   std::unique_ptr<LoadedModel> model = loadModelForCLI(checkModel);

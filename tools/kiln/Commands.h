@@ -12,6 +12,10 @@
 
 namespace kiln::cli {
 
+/// The category of every kiln option, so that --help shows them and hides
+/// the LLVM options linked in with the compiler.
+extern llvm::cl::OptionCategory optionCategory;
+
 extern llvm::cl::SubCommand checkCommand;
 extern llvm::cl::SubCommand compileCommand;
 extern llvm::cl::SubCommand runCommand;

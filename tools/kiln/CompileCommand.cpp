@@ -24,19 +24,19 @@ enum class EmitStage { Graph };
 
 static cl::opt<std::string> compileModel(cl::Positional, cl::Required,
                                          cl::desc("MODEL.kiln"),
-                                         cl::sub(kiln::cli::compileCommand));
+                                         cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<EmitStage> emitStage(
     "emit", cl::desc("The stage to print"), cl::init(EmitStage::Graph),
     cl::values(clEnumValN(EmitStage::Graph, "graph",
                           "the forward graph as parsed (graph dialect)")),
-    cl::sub(kiln::cli::compileCommand));
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> compileOutput("o", cl::desc("Output file"),
                                           cl::value_desc("FILE"),
                                           cl::init("-"),
-                                          cl::sub(kiln::cli::compileCommand));
+                                          cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> printDebugInfo(
     "print-locations", cl::desc("Print each op's location in the model file"),
-    cl::sub(kiln::cli::compileCommand));
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 
 int kiln::cli::runCompile() {
   std::unique_ptr<LoadedModel> model = loadModelForCLI(compileModel);

@@ -38,10 +38,10 @@ cl::SubCommand kiln::cli::runCommand(
 
 static cl::opt<std::string> runModel(cl::Positional, cl::Required,
                                      cl::desc("MODEL.kiln"),
-                                     cl::sub(kiln::cli::runCommand));
+                                     cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
 static cl::list<std::string>
     runInputs("input", cl::desc("An input of the model, from a .npy file"),
-              cl::value_desc("NAME=FILE.npy"), cl::sub(kiln::cli::runCommand));
+              cl::value_desc("NAME=FILE.npy"), cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
 static cl::alias runInputsAlias("inputs", cl::aliasopt(runInputs),
                                 cl::desc("Alias for --input"));
 static cl::opt<bool> randomInputs(
@@ -49,14 +49,14 @@ static cl::opt<bool> randomInputs(
     cl::desc("Draw inputs not given with --input at random: floats from "
              "N(0, 1), integer ids uniformly over the range their use "
              "allows (embedding rows, classes)"),
-    cl::sub(kiln::cli::runCommand));
+    cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<uint64_t> runSeed("seed",
                                  cl::desc("Seed of the parameter initializers "
                                           "and random inputs"),
-                                 cl::init(0), cl::sub(kiln::cli::runCommand));
+                                 cl::init(0), cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string>
     outputDir("output-dir", cl::desc("Write each output to DIR/NAME.npy"),
-              cl::value_desc("DIR"), cl::sub(kiln::cli::runCommand));
+              cl::value_desc("DIR"), cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
 
 /// Reports an error of `kiln run`; returns 1.
 static int fail(const Twine &message) {

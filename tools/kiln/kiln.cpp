@@ -13,8 +13,14 @@
 
 using namespace llvm;
 
+cl::OptionCategory kiln::cli::optionCategory("kiln options");
+
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
+  for (cl::SubCommand *command :
+       {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
+        &kiln::cli::compileCommand, &kiln::cli::runCommand})
+    cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
       argc, argv,
       "Kiln: a compiler for neural-network training\n\n"
