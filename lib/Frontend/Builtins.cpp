@@ -36,7 +36,12 @@ using Result = FailureOr<EvalValue>;
 static Result shapeError(ModelEmitter &emitter, SMLoc loc, StringRef callee,
                          const std::string &message,
                          ArrayRef<std::pair<StringRef, EvalValue>> operands) {
-  (void)emitter.error(loc, callee + ": " + message);
+  // The shape rules often name the op already ("matmul contracting dims
+  // differ"); say it once.
+  if (StringRef(message).starts_with(callee))
+    (void)emitter.error(loc, message);
+  else
+    (void)emitter.error(loc, callee + ": " + message);
   for (const auto &[role, value] : operands)
     emitter.noteOrigin(value, role);
   return failure();
