@@ -38,7 +38,7 @@ static Result shapeError(ModelEmitter &emitter, SMLoc loc, StringRef callee,
                          ArrayRef<std::pair<StringRef, EvalValue>> operands) {
   // The shape rules often name the op already ("matmul contracting dims
   // differ"); say it once.
-  if (StringRef(message).starts_with(callee))
+  if (StringRef(message).starts_with((callee + " ").str()))
     (void)emitter.error(loc, message);
   else
     (void)emitter.error(loc, callee + ": " + message);
