@@ -10,6 +10,8 @@ packages=(
   cmake ninja-build ccache g++
   # Tests and runtime support.
   libgtest-dev python3
+  # libkiln_runtime: the plan schema (flatc, headers) and the cpu BLAS.
+  libflatbuffers-dev flatbuffers-compiler libopenblas-dev
 )
 
 missing=()
