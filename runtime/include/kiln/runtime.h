@@ -1,0 +1,297 @@
+/*===- runtime.h - The C API of libkiln_runtime ----------------*- C -*-===//
+ *
+ * Part of Kiln. Loads a compiled artifact (`kiln compile ... -o OUT.kiln.d`:
+ * plan.kpl, kernels.so, model.h), allocates its buffers and runs its entry
+ * points (`train_step`, `eval_step`, `predict`) from any C or C++ program.
+ *
+ * Conventions:
+ *  - Every call returns a kiln_status: KILN_OK (0) or an error code. On error
+ *    the message (which names the call and what it was doing) is available
+ *    from kiln_last_error() on the calling thread and, for calls on a
+ *    session, from kiln_session_last_error() as well. No exception crosses
+ *    this API.
+ *  - Names are the model's: parameters `block.0.w_qkv`, optimizer state
+ *    `<param>.adam_m`, inputs `tokens`, outputs `loss`.
+ *  - A session keeps its artifact alive: closing the artifact while sessions
+ *    use it is allowed. A session is used by one thread at a time.
+ *  - Strings the runtime returns through `char **` are freed with
+ *    kiln_string_free(); `const char *` results live as long as their handle.
+ *
+ * A training loop:
+ *
+ *   kiln_artifact *artifact;  kiln_session *session;
+ *   kiln_artifact_open("mlp.kiln.d", &artifact);
+ *   kiln_session_create(artifact, "cpu", 0, &session);
+ *   kiln_session_initialize(session, 42);
+ *   for (...) {
+ *     kiln_session_bind_input(session, "x", x, KILN_F32, x_shape, 2);
+ *     kiln_session_bind_input(session, "y", y, KILN_I32, y_shape, 1);
+ *     kiln_session_run(session, "train_step");
+ *     kiln_session_read_output(session, "loss", KILN_F32, &loss, sizeof loss);
+ *   }
+ *   kiln_session_save_checkpoint(session, "ckpt.safetensors", "{\"epoch\":3}");
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(KILN_RUNTIME_BUILDING)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The plan schema version (Plan.schema_version) this runtime executes. */
+#define KILN_PLAN_SCHEMA_VERSION 1
+
+/** The result of every call: KILN_OK or one of the error codes. */
+typedef int32_t kiln_status;
+
+enum {
+  KILN_OK = 0,
+  /** A null pointer, an unknown name, a wrong shape, dtype or size. */
+  KILN_ERROR_INVALID_ARGUMENT = 1,
+  /** A file could not be read or written. */
+  KILN_ERROR_IO = 2,
+  /** plan.kpl or a checkpoint is malformed or inconsistent. */
+  KILN_ERROR_INVALID_FORMAT = 3,
+  /** plan.kpl has a schema version this runtime does not know. */
+  KILN_ERROR_VERSION = 4,
+  /** kernels.so cannot be loaded or lacks a kernel the plan calls. */
+  KILN_ERROR_KERNELS = 5,
+  /** A device or feature this build does not support (e.g. "cuda"). */
+  KILN_ERROR_UNSUPPORTED = 6,
+  /** Check-numerics mode found a NaN or an infinity. */
+  KILN_ERROR_NUMERICS = 7,
+  /** Out of memory, or an unexpected internal failure. */
+  KILN_ERROR_INTERNAL = 8,
+};
+
+/** Element types; the values are those of the plan schema's DType. */
+typedef enum kiln_dtype {
+  KILN_F32 = 0,
+  KILN_F64 = 1,
+  KILN_F16 = 2,
+  KILN_BF16 = 3,
+  KILN_I32 = 4,
+  KILN_I64 = 5,
+  KILN_I1 = 6,
+  KILN_U8 = 7,
+} kiln_dtype;
+
+/** Buffer kinds; the values are those of the plan schema's BufferKind. */
+typedef enum kiln_buffer_kind {
+  KILN_BUFFER_PARAM = 0,
+  KILN_BUFFER_OPTIMIZER_STATE = 1,
+  KILN_BUFFER_GRADIENT = 2,
+  KILN_BUFFER_INPUT = 3,
+  KILN_BUFFER_OUTPUT = 4,
+  KILN_BUFFER_TRANSIENT = 5,
+  KILN_BUFFER_CONSTANT = 6,
+} kiln_buffer_kind;
+
+/** A loaded artifact: the plan and its kernels. */
+typedef struct kiln_artifact kiln_artifact;
+/** The buffers of one artifact on one device, and a thread pool. */
+typedef struct kiln_session kiln_session;
+
+/** One buffer of the plan, as kiln_artifact_buffer_info describes it. The
+ * pointers live as long as the artifact. */
+typedef struct kiln_buffer_info {
+  const char *name;
+  kiln_buffer_kind kind;
+  kiln_dtype dtype;
+  int32_t rank;
+  const int64_t *shape;
+  int64_t size_bytes;
+  /** The byte offset in the arena for transients, -1 otherwise. */
+  int64_t arena_offset;
+} kiln_buffer_info;
+
+/** Time spent in one op of one entry since profiling was enabled (or the
+ * profile was reset). The pointers live as long as the session. */
+typedef struct kiln_op_profile {
+  const char *entry;
+  /** The op's index in its entry. */
+  int32_t index;
+  /** "kernel", "gemm", "copy" or "zero". */
+  const char *call;
+  /** The graph op(s) it implements, e.g. "fusion(graph.add, graph.gelu)". */
+  const char *name;
+  /** Where it came from in the model file ("" and 0 when unknown). */
+  const char *file;
+  uint32_t line;
+  uint32_t column;
+  uint64_t calls;
+  double total_ms;
+} kiln_op_profile;
+
+/** Load flags of kiln_session_load_checkpoint. */
+enum {
+  /** Restore everything the checkpoint holds: parameters, optimizer state,
+   * step and seed (resume). */
+  KILN_LOAD_ALL = 0,
+  /** Restore parameters only (--init-from): optimizer state, step and seed
+   * are left as they are. */
+  KILN_LOAD_PARAMS_ONLY = 1,
+};
+
+/* --- Errors and strings -------------------------------------------------- */
+
+/** The message of the last failed call on this thread ("" if none). */
+KILN_API const char *kiln_last_error(void);
+/** The message of the last failed call on `session` ("" if none). */
+KILN_API const char *kiln_session_last_error(const kiln_session *session);
+/** Frees a string the runtime returned through a `char **`. */
+KILN_API kiln_status kiln_string_free(char *string);
+
+/* --- Artifacts ----------------------------------------------------------- */
+
+/** Opens the artifact directory `directory`: reads and verifies plan.kpl
+ * (file identifier, schema version, structure), dlopens the kernels file and
+ * resolves every kernel the plan calls. */
+KILN_API kiln_status kiln_artifact_open(const char *directory,
+                                        kiln_artifact **artifact);
+/** Releases the caller's reference; sessions keep theirs. Null is allowed. */
+KILN_API kiln_status kiln_artifact_close(kiln_artifact *artifact);
+/** The model's name and the plan's target ("cpu" or "cuda"). */
+KILN_API kiln_status kiln_artifact_model(const kiln_artifact *artifact,
+                                         const char **model,
+                                         const char **target);
+/** The number of buffers of the plan. */
+KILN_API kiln_status kiln_artifact_buffer_count(const kiln_artifact *artifact,
+                                                size_t *count);
+/** Describes buffer `index` (the plan's buffer id). */
+KILN_API kiln_status kiln_artifact_buffer_info(const kiln_artifact *artifact,
+                                               size_t index,
+                                               kiln_buffer_info *info);
+/** Finds a buffer by name and returns its index. */
+KILN_API kiln_status kiln_artifact_find_buffer(const kiln_artifact *artifact,
+                                               const char *name, size_t *index);
+/** The number of entry points and the name of entry `index`. */
+KILN_API kiln_status kiln_artifact_entry_count(const kiln_artifact *artifact,
+                                               size_t *count);
+KILN_API kiln_status kiln_artifact_entry_name(const kiln_artifact *artifact,
+                                              size_t index, const char **name);
+/** Renders the plan as text for `kiln inspect`: buffers with their kinds,
+ * shapes and offsets, and each entry's ops with their calls and model
+ * locations. Free `*text` with kiln_string_free(). */
+KILN_API kiln_status kiln_artifact_print_plan(const kiln_artifact *artifact,
+                                              char **text);
+
+/* --- Sessions ------------------------------------------------------------ */
+
+/** Creates a session on `device` ("cpu"; "cuda" needs a CUDA build):
+ * allocates the arena and the persistent buffers (zeroed; constants
+ * copied) and a pool of `num_threads` threads (0: $KILN_NUM_THREADS, or the
+ * hardware's thread count). Call kiln_session_initialize or load a
+ * checkpoint before training. */
+KILN_API kiln_status kiln_session_create(kiln_artifact *artifact,
+                                         const char *device,
+                                         int32_t num_threads,
+                                         kiln_session **session);
+/** Frees the session and stops its threads. Null is allowed. */
+KILN_API kiln_status kiln_session_destroy(kiln_session *session);
+/** The number of threads of the session's pool. */
+KILN_API kiln_status kiln_session_num_threads(const kiln_session *session,
+                                              int32_t *num_threads);
+/** Initializes every parameter from its initializer with `seed`, exactly as
+ * the reference interpreter does; zeroes optimizer state and persistent
+ * gradients; sets the step counter to 0. */
+KILN_API kiln_status kiln_session_initialize(kiln_session *session,
+                                             uint64_t seed);
+
+/** Copies one batch into input `name`. `dtype` and `shape` must equal the
+ * plan's (the message names the input and both types). The caller's memory
+ * may be reused as soon as the call returns. */
+KILN_API kiln_status kiln_session_bind_input(kiln_session *session,
+                                             const char *name, const void *data,
+                                             kiln_dtype dtype,
+                                             const int64_t *shape,
+                                             int32_t rank);
+/** Runs entry point `entry` (e.g. "train_step"). Every input of the entry
+ * must have been bound at least once. A successful "train_step" or
+ * "apply_step" advances the step counter by one. */
+KILN_API kiln_status kiln_session_run(kiln_session *session, const char *entry);
+/** Copies output `name` (after a run) into `data`; `dtype` must be the
+ * output's and `size_bytes` its size. */
+KILN_API kiln_status kiln_session_read_output(kiln_session *session,
+                                              const char *name,
+                                              kiln_dtype dtype, void *data,
+                                              size_t size_bytes);
+
+/** Copies any persistent buffer (not a transient) into `data`, whose size
+ * `size_bytes` must equal the buffer's. */
+KILN_API kiln_status kiln_session_get_buffer(kiln_session *session,
+                                             const char *name, void *data,
+                                             size_t size_bytes);
+/** Overwrites a persistent, non-constant buffer with `size_bytes` (its exact
+ * size) from `data`. Setting an input counts as binding it. */
+KILN_API kiln_status kiln_session_set_buffer(kiln_session *session,
+                                             const char *name, const void *data,
+                                             size_t size_bytes);
+/** The session's own storage of a persistent buffer, for zero-copy reads and
+ * writes; valid until the session is destroyed. */
+KILN_API kiln_status kiln_session_buffer_data(kiln_session *session,
+                                              const char *name, void **data);
+
+/** The step counter (0 after initialize; saved in checkpoints). */
+KILN_API kiln_status kiln_session_get_step(const kiln_session *session,
+                                           uint64_t *step);
+KILN_API kiln_status kiln_session_set_step(kiln_session *session,
+                                           uint64_t step);
+/** The seed the parameters were initialized with (or loaded from a
+ * checkpoint). */
+KILN_API kiln_status kiln_session_get_seed(const kiln_session *session,
+                                           uint64_t *seed);
+
+/** Saves parameters and optimizer state to a .safetensors file, atomically:
+ * an interrupted save leaves an existing file at `path` untouched. The
+ * metadata holds the step, the seed, the model and `user_metadata` (an
+ * opaque string such as the data loader's position; may be null). */
+KILN_API kiln_status kiln_session_save_checkpoint(kiln_session *session,
+                                                  const char *path,
+                                                  const char *user_metadata);
+/** Loads a checkpoint written by kiln_session_save_checkpoint (or any
+ * .safetensors with the same tensors): every parameter (and, unless
+ * KILN_LOAD_PARAMS_ONLY, every optimizer state) must be present with the
+ * plan's dtype and shape. On failure the session is left unchanged. If
+ * `user_metadata` is not null it receives the saved string (free it with
+ * kiln_string_free). */
+KILN_API kiln_status kiln_session_load_checkpoint(kiln_session *session,
+                                                  const char *path,
+                                                  int32_t flags,
+                                                  char **user_metadata);
+
+/* --- Debugging and profiling --------------------------------------------- */
+
+/** Check-numerics mode: after each op, scan its floating-point buffers and
+ * fail with KILN_ERROR_NUMERICS naming the op, its model location and the
+ * buffer when a NaN or an infinity appears. */
+KILN_API kiln_status kiln_session_set_check_numerics(kiln_session *session,
+                                                     int32_t enabled);
+/** Per-op timing; enabling it also clears the collected profile. */
+KILN_API kiln_status kiln_session_set_profiling(kiln_session *session,
+                                                int32_t enabled);
+/** The number of profile records: one per op of every entry, in plan order
+ * (entries in Plan.entries order); ops not run since profiling was enabled
+ * have calls == 0. */
+KILN_API kiln_status kiln_session_profile_count(const kiln_session *session,
+                                                size_t *count);
+KILN_API kiln_status kiln_session_profile_op(const kiln_session *session,
+                                             size_t index,
+                                             kiln_op_profile *profile);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_H */

@@ -1,0 +1,260 @@
+//===- Artifact.cpp - Opening plan.kpl and kernels.so ---------------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Artifact.h"
+
+#include "kiln/AtomicFile.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <sys/stat.h>
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+size_t kiln::runtime::dtypeSize(plan::DType dtype) {
+  switch (dtype) {
+  case plan::DType::F64:
+  case plan::DType::I64:
+    return 8;
+  case plan::DType::F32:
+  case plan::DType::I32:
+    return 4;
+  case plan::DType::F16:
+  case plan::DType::BF16:
+    return 2;
+  case plan::DType::I1:
+  case plan::DType::U8:
+    return 1;
+  }
+  return 0;
+}
+
+const char *kiln::runtime::dtypeName(plan::DType dtype) {
+  switch (dtype) {
+  case plan::DType::F32:
+    return "f32";
+  case plan::DType::F64:
+    return "f64";
+  case plan::DType::F16:
+    return "f16";
+  case plan::DType::BF16:
+    return "bf16";
+  case plan::DType::I32:
+    return "i32";
+  case plan::DType::I64:
+    return "i64";
+  case plan::DType::I1:
+    return "i1";
+  case plan::DType::U8:
+    return "u8";
+  }
+  return "<unknown dtype>";
+}
+
+const char *kiln::runtime::bufferKindName(plan::BufferKind kind) {
+  switch (kind) {
+  case plan::BufferKind::Param:
+    return "param";
+  case plan::BufferKind::OptimizerState:
+    return "optimizer_state";
+  case plan::BufferKind::Gradient:
+    return "gradient";
+  case plan::BufferKind::Input:
+    return "input";
+  case plan::BufferKind::Output:
+    return "output";
+  case plan::BufferKind::Transient:
+    return "transient";
+  case plan::BufferKind::Constant:
+    return "constant";
+  }
+  return "<unknown kind>";
+}
+
+std::string kiln::runtime::formatType(plan::DType dtype, const int64_t *shape,
+                                      size_t rank) {
+  std::string text = std::string(dtypeName(dtype)) + "[";
+  for (size_t i = 0; i < rank; ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string kiln::runtime::formatLocation(const plan::SourceLoc *loc) {
+  if (!loc || !loc->file() || loc->file()->size() == 0)
+    return "<unknown location>";
+  return loc->file()->str() + ":" + std::to_string(loc->line()) + ":" +
+         std::to_string(loc->column());
+}
+
+bool kiln::runtime::isPersistent(plan::BufferKind kind) {
+  return kind != plan::BufferKind::Transient;
+}
+
+Result Artifact::open(const std::string &directory,
+                      std::shared_ptr<const Artifact> &artifact) {
+  struct stat info;
+  KILN_POSIX_TRY(stat, (directory.c_str(), &info),
+                 "cannot open artifact '" + directory + "'");
+  if (!S_ISDIR(info.st_mode))
+    return invalidArgument("'" + directory +
+                           "' is not an artifact directory (expected the "
+                           "directory `kiln compile -o` writes, holding "
+                           "plan.kpl)");
+  std::shared_ptr<Artifact> opened(new Artifact());
+  opened->directory_ = directory;
+  KILN_RETURN_IF_ERROR(opened->loadPlan());
+  KILN_RETURN_IF_ERROR(opened->loadKernels());
+  artifact = std::move(opened);
+  return Result::ok();
+}
+
+Artifact::~Artifact() {
+  if (library_)
+    ::dlclose(library_);
+}
+
+Result Artifact::loadPlan() {
+  std::string path = directory_ + "/plan.kpl";
+  Status read = readWholeFile(path, planBytes_);
+  if (!read.isOk())
+    return Result::error(KILN_ERROR_IO, read.message());
+  const uint8_t *bytes = reinterpret_cast<const uint8_t *>(planBytes_.data());
+  if (planBytes_.size() < 8 || !plan::PlanBufferHasIdentifier(bytes)) {
+    std::string found =
+        planBytes_.size() < 8
+            ? "a file of " + std::to_string(planBytes_.size()) + " bytes"
+            : "identifier '" + planBytes_.substr(4, 4) + "'";
+    return invalidFormat(path +
+                         ": not a Kiln plan (expected the FlatBuffers "
+                         "file identifier 'KPLN', found " +
+                         found + ")");
+  }
+  flatbuffers::Verifier verifier(bytes, planBytes_.size());
+  if (!plan::VerifyPlanBuffer(verifier))
+    return invalidFormat(path + ": the plan is corrupt (FlatBuffers "
+                                "verification failed: truncated or damaged "
+                                "file)");
+  plan_ = plan::GetPlan(bytes);
+  if (plan_->schema_version() != KILN_PLAN_SCHEMA_VERSION)
+    return Result::error(
+        KILN_ERROR_VERSION,
+        path + ": plan schema version " +
+            std::to_string(plan_->schema_version()) +
+            " is not supported by this runtime, which executes version " +
+            std::to_string(KILN_PLAN_SCHEMA_VERSION) +
+            " (recompile the model with a matching kiln, or update the "
+            "runtime)");
+
+  // Decode the buffers once; validatePlan checks them against each other.
+  if (plan_->buffers()) {
+    for (const plan::Buffer *buffer : *plan_->buffers()) {
+      BufferInfo info;
+      info.name = buffer->name() ? buffer->name()->str() : std::string();
+      info.kind = buffer->kind();
+      info.dtype = buffer->dtype();
+      if (buffer->shape())
+        info.shape.assign(buffer->shape()->begin(), buffer->shape()->end());
+      // -1 marks a shape whose element count overflows (validatePlan
+      // rejects it, as it rejects negative dims).
+      info.numElements = 1;
+      for (int64_t dim : info.shape) {
+        if (dim < 0 ||
+            __builtin_mul_overflow(info.numElements, dim, &info.numElements)) {
+          info.numElements = -1;
+          break;
+        }
+      }
+      info.sizeBytes = buffer->size_bytes();
+      info.arenaOffset = buffer->arena_offset();
+      info.table = buffer;
+      buffers_.push_back(std::move(info));
+    }
+  }
+  KILN_RETURN_IF_ERROR(validatePlan(*plan_, buffers_).withContext(path));
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    bufferByName_.emplace(buffers_[i].name, static_cast<int64_t>(i));
+  return Result::ok();
+}
+
+Result Artifact::loadKernels() {
+  // Only a cpu plan has host kernels; a cuda plan can still be inspected.
+  if (std::string(getTarget()) != "cpu")
+    return Result::ok();
+  std::vector<std::string> symbols;
+  if (plan_->entries())
+    for (const plan::Entry *entry : *plan_->entries())
+      if (entry->ops())
+        for (const plan::Op *op : *entry->ops())
+          if (const plan::KernelCall *call = op->call_as_KernelCall())
+            symbols.push_back(call->symbol()->str());
+  std::string file = plan_->kernels_file() ? plan_->kernels_file()->str() : "";
+  if (symbols.empty() && file.empty())
+    return Result::ok();
+  if (file.empty())
+    file = "kernels.so";
+  if (file.find('/') != std::string::npos)
+    return invalidFormat(directory_ + "/plan.kpl: kernels_file '" + file +
+                         "' must name a file inside the artifact directory");
+
+  std::string path = directory_ + "/" + file;
+  library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library_) {
+    const char *reason = ::dlerror();
+    return Result::error(KILN_ERROR_KERNELS,
+                         "cannot load the kernels of '" + directory_ +
+                             "': dlopen: " + (reason ? reason : path));
+  }
+  std::string missing;
+  size_t missingCount = 0;
+  for (const std::string &symbol : symbols) {
+    if (kernels_.count(symbol))
+      continue;
+    ::dlerror();
+    void *address = ::dlsym(library_, symbol.c_str());
+    if (!address) {
+      if (missingCount++ < 8)
+        missing += (missing.empty() ? "'" : ", '") + symbol + "'";
+      continue;
+    }
+    kernels_.emplace(symbol, reinterpret_cast<KernelFunction>(address));
+  }
+  if (missingCount)
+    return Result::error(KILN_ERROR_KERNELS,
+                         path + ": missing " + std::to_string(missingCount) +
+                             " kernel symbol(s) the plan calls: " + missing +
+                             (missingCount > 8 ? ", ..." : "") +
+                             " (plan.kpl and " + file +
+                             " come from different compilations?)");
+  return Result::ok();
+}
+
+int64_t Artifact::findBuffer(const std::string &name) const {
+  auto it = bufferByName_.find(name);
+  return it == bufferByName_.end() ? -1 : it->second;
+}
+
+const plan::Entry *Artifact::findEntry(const std::string &name) const {
+  if (plan_->entries())
+    for (const plan::Entry *entry : *plan_->entries())
+      if (entry->name()->str() == name)
+        return entry;
+  return nullptr;
+}
+
+KernelFunction Artifact::getKernel(const std::string &symbol) const {
+  auto it = kernels_.find(symbol);
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
+const char *Artifact::getModelName() const {
+  return plan_->model() ? plan_->model()->c_str() : "";
+}
+
+const char *Artifact::getTarget() const {
+  return plan_->target() ? plan_->target()->c_str() : "";
+}

@@ -1,0 +1,104 @@
+//===- Artifact.h - A loaded plan and its kernels ---------------*- C++ -*-===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// An Artifact is an opened `OUT.kiln.d` directory: the bytes of plan.kpl,
+// verified (file identifier, schema version, FlatBuffers structure, and the
+// plan's own consistency: buffer ids, sizes, arena bounds, GEMM extents), and
+// for a cpu plan the dlopen'ed kernels.so with every kernel symbol resolved.
+// It is immutable once opened and shared by the sessions created from it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_ARTIFACT_H
+#define KILN_RUNTIME_ARTIFACT_H
+
+#include "Result.h"
+
+#include "kiln/plan_generated.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+
+/// The cpu kernel ABI: computes [begin, end) of the outermost parallel dim.
+using KernelFunction = void (*)(void **buffers, int64_t begin, int64_t end);
+
+/// Bytes per element of `dtype` (I1 is stored as one byte).
+size_t dtypeSize(plan::DType dtype);
+/// The dtype's name as the model file writes it: "f32", "bf16", "i32".
+const char *dtypeName(plan::DType dtype);
+/// The kind's name: "param", "optimizer_state", "transient", ...
+const char *bufferKindName(plan::BufferKind kind);
+/// "f32[64, 128]" (or "f32[]" for a scalar).
+std::string formatType(plan::DType dtype, const int64_t *shape, size_t rank);
+/// "model.kiln:12:5", or "<unknown location>".
+std::string formatLocation(const plan::SourceLoc *loc);
+/// Whether buffers of `kind` persist across runs and are visible by name.
+bool isPersistent(plan::BufferKind kind);
+
+/// A buffer of the plan, decoded once.
+struct BufferInfo {
+  std::string name;
+  plan::BufferKind kind;
+  plan::DType dtype;
+  std::vector<int64_t> shape;
+  int64_t numElements;
+  int64_t sizeBytes;
+  int64_t arenaOffset;
+  const plan::Buffer *table;
+};
+
+/// An opened artifact directory.
+class Artifact {
+public:
+  /// Opens `directory` (see the file comment); every failure names the file
+  /// and what is wrong with it.
+  static Result open(const std::string &directory,
+                     std::shared_ptr<const Artifact> &artifact);
+  ~Artifact();
+  Artifact(const Artifact &) = delete;
+  Artifact &operator=(const Artifact &) = delete;
+
+  const plan::Plan &getPlan() const { return *plan_; }
+  const std::string &getDirectory() const { return directory_; }
+  const std::vector<BufferInfo> &getBuffers() const { return buffers_; }
+  /// The buffer named `name`, or -1.
+  int64_t findBuffer(const std::string &name) const;
+  /// The entry named `name`, or null.
+  const plan::Entry *findEntry(const std::string &name) const;
+  /// The resolved kernel `symbol` (resolved at open, so never null for a
+  /// symbol the plan calls).
+  KernelFunction getKernel(const std::string &symbol) const;
+  /// The model name and target, for the C API (never null).
+  const char *getModelName() const;
+  const char *getTarget() const;
+
+private:
+  Artifact() = default;
+  Result loadPlan();
+  Result loadKernels();
+
+  std::string directory_;
+  std::string planBytes_;
+  const plan::Plan *plan_ = nullptr;
+  std::vector<BufferInfo> buffers_;
+  std::unordered_map<std::string, int64_t> bufferByName_;
+  std::unordered_map<std::string, KernelFunction> kernels_;
+  void *library_ = nullptr;
+};
+
+/// Checks the plan's consistency beyond what the FlatBuffers verifier
+/// checks, so that the executor never reads or writes out of bounds.
+Result validatePlan(const plan::Plan &plan,
+                    const std::vector<BufferInfo> &buffers);
+
+} // namespace runtime
+} // namespace kiln
+
+#endif // KILN_RUNTIME_ARTIFACT_H

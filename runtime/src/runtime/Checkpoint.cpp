@@ -1,0 +1,168 @@
+//===- Checkpoint.cpp - Saving and loading a session as .safetensors ------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// A checkpoint holds every parameter and optimizer-state buffer under its
+// plan name, in plan order, and the metadata
+//
+//   "format": "kiln-checkpoint", "model": the plan's model name,
+//   "step": the step counter, "seed": the initialization seed (decimal),
+//   "user": the caller's opaque string (the data loader's position, ...)
+//
+// It is written through writeSafetensors, i.e. to a temporary file that is
+// fsync'ed and renamed over the old one. Loading checks every tensor before
+// it writes any, so a failed load leaves the session untouched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include "kiln/Safetensors.h"
+
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+namespace {
+
+/// The safetensors dtype with the layout of `dtype` (i1 is stored as BOOL).
+safetensors::DType toSafetensors(plan::DType dtype) {
+  switch (dtype) {
+  case plan::DType::F32:
+    return safetensors::DType::F32;
+  case plan::DType::F64:
+    return safetensors::DType::F64;
+  case plan::DType::F16:
+    return safetensors::DType::F16;
+  case plan::DType::BF16:
+    return safetensors::DType::BF16;
+  case plan::DType::I32:
+    return safetensors::DType::I32;
+  case plan::DType::I64:
+    return safetensors::DType::I64;
+  case plan::DType::I1:
+    return safetensors::DType::Bool;
+  case plan::DType::U8:
+    return safetensors::DType::U8;
+  }
+  return safetensors::DType::U8;
+}
+
+/// Whether `kind` is saved in checkpoints.
+bool isCheckpointed(plan::BufferKind kind) {
+  return kind == plan::BufferKind::Param ||
+         kind == plan::BufferKind::OptimizerState;
+}
+
+/// Parses a decimal uint64 metadata value.
+bool parseUnsigned(const std::string &text, uint64_t &value) {
+  if (text.empty() || text.size() > 20)
+    return false;
+  value = 0;
+  for (char digit : text) {
+    if (digit < '0' || digit > '9')
+      return false;
+    uint64_t next = value * 10 + static_cast<uint64_t>(digit - '0');
+    if (next / 10 != value)
+      return false;
+    value = next;
+  }
+  return true;
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace
+
+Result Session::saveCheckpoint(const std::string &path,
+                               const std::string &userMetadata) {
+  safetensors::TensorFile file;
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferInfo &buffer = buffers[id];
+    if (!isCheckpointed(buffer.kind))
+      continue;
+    KILN_RETURN_IF_ERROR(Result::fromStatus(
+        file.add(buffer.name, toSafetensors(buffer.dtype), buffer.shape,
+                 pointers_[id], static_cast<size_t>(buffer.sizeBytes)),
+        KILN_ERROR_INTERNAL));
+  }
+  file.metadata["format"] = "kiln-checkpoint";
+  file.metadata["model"] = artifact_->getModelName();
+  file.metadata["step"] = std::to_string(step_);
+  file.metadata["seed"] = std::to_string(seed_);
+  file.metadata["user"] = userMetadata;
+  Status written = safetensors::writeSafetensors(path, file);
+  return Result::fromStatus(written, KILN_ERROR_IO);
+}
+
+Result Session::loadCheckpoint(const std::string &path, int32_t flags,
+                               std::string *userMetadata) {
+  if (flags != KILN_LOAD_ALL && flags != KILN_LOAD_PARAMS_ONLY)
+    return invalidArgument("unknown load flags " + std::to_string(flags));
+  bool paramsOnly = flags == KILN_LOAD_PARAMS_ONLY;
+  safetensors::TensorFile file;
+  Status read = safetensors::readSafetensors(path, file);
+  if (!read.isOk())
+    return Result::error(KILN_ERROR_IO, read.message());
+
+  // Check everything first: a failed load changes nothing.
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  std::vector<std::pair<size_t, const safetensors::Tensor *>> restores;
+  std::string missing;
+  size_t missingCount = 0;
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferInfo &buffer = buffers[id];
+    if (!isCheckpointed(buffer.kind) ||
+        (paramsOnly && buffer.kind != plan::BufferKind::Param))
+      continue;
+    const safetensors::Tensor *tensor = file.find(buffer.name);
+    if (!tensor) {
+      if (missingCount++ < 8)
+        missing += (missing.empty() ? "'" : ", '") + buffer.name + "'";
+      continue;
+    }
+    if (tensor->dtype != toSafetensors(buffer.dtype) ||
+        tensor->shape != buffer.shape)
+      return invalidFormat(path + ": tensor '" + buffer.name + "' is " +
+                           safetensors::dtypeName(tensor->dtype) +
+                           formatShape(tensor->shape) + " but the model's " +
+                           bufferKindName(buffer.kind) + " is " +
+                           safetensors::dtypeName(toSafetensors(buffer.dtype)) +
+                           formatShape(buffer.shape));
+    restores.emplace_back(id, tensor);
+  }
+  if (missingCount)
+    return invalidFormat(path + ": missing " + std::to_string(missingCount) +
+                         " tensor(s) of model '" + artifact_->getModelName() +
+                         "': " + missing + (missingCount > 8 ? ", ..." : "") +
+                         (paramsOnly ? ""
+                                     : " (to load weights without optimizer "
+                                       "state, load parameters only)"));
+  uint64_t step = step_, seed = seed_;
+  if (!paramsOnly) {
+    for (auto [key, target] :
+         {std::make_pair("step", &step), std::make_pair("seed", &seed)}) {
+      auto it = file.metadata.find(key);
+      if (it != file.metadata.end() && !parseUnsigned(it->second, *target))
+        return invalidFormat(path + ": metadata '" + key + "' is '" +
+                             it->second + "', not an unsigned integer");
+    }
+  }
+
+  for (auto [id, tensor] : restores)
+    std::memcpy(pointers_[id], tensor->data.data(), tensor->data.size());
+  step_ = step;
+  seed_ = seed;
+  if (userMetadata) {
+    auto it = file.metadata.find("user");
+    *userMetadata = it == file.metadata.end() ? "" : it->second;
+  }
+  return Result::ok();
+}

@@ -1,0 +1,143 @@
+//===- Diagnostics.cpp - Check-numerics mode and per-op profiles ----------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// Check numerics scans, after each op, the floating-point buffers the op may
+// have written (a kernel's arguments, a GEMM's C, a copy's destination) for
+// exponent bits all ones: NaN or an infinity, in any of f32, f64, f16, bf16.
+// The first one found fails the run with the op, its model location, the
+// buffer and the element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+namespace {
+
+/// A non-finite value found in a buffer.
+struct NonFinite {
+  int64_t element = -1;
+  bool isNaN = false;
+};
+
+/// Scans `count` elements of `Bits` for an all-ones exponent.
+template <typename Bits>
+NonFinite scan(const void *data, int64_t count, Bits exponentMask,
+               Bits mantissaMask) {
+  const Bits *values = static_cast<const Bits *>(data);
+  for (int64_t i = 0; i < count; ++i) {
+    Bits bits;
+    std::memcpy(&bits, values + i, sizeof(Bits));
+    if ((bits & exponentMask) == exponentMask)
+      return {i, (bits & mantissaMask) != 0};
+  }
+  return {};
+}
+
+NonFinite scanBuffer(const BufferInfo &buffer, const void *data) {
+  int64_t count = buffer.numElements;
+  switch (buffer.dtype) {
+  case plan::DType::F32:
+    return scan<uint32_t>(data, count, 0x7F800000u, 0x007FFFFFu);
+  case plan::DType::F64:
+    return scan<uint64_t>(data, count, 0x7FF0000000000000ull,
+                          0x000FFFFFFFFFFFFFull);
+  case plan::DType::F16:
+    return scan<uint16_t>(data, count, 0x7C00u, 0x03FFu);
+  case plan::DType::BF16:
+    return scan<uint16_t>(data, count, 0x7F80u, 0x007Fu);
+  default:
+    return {};
+  }
+}
+
+const char *callName(plan::Call kind) {
+  switch (kind) {
+  case plan::Call::KernelCall:
+    return "kernel";
+  case plan::Call::GemmCall:
+    return "gemm";
+  case plan::Call::CopyCall:
+    return "copy";
+  case plan::Call::ZeroCall:
+    return "zero";
+  default:
+    return "none";
+  }
+}
+
+} // namespace
+
+Result Session::checkNumerics(const PreparedEntry &entry, size_t index) const {
+  const PreparedOp &op = entry.ops[index];
+  for (uint32_t id : op.checkedBuffers) {
+    const BufferInfo &buffer = artifact_->getBuffers()[id];
+    NonFinite found = scanBuffer(buffer, pointers_[id]);
+    if (found.element < 0)
+      continue;
+    std::string opName = op.op->name() ? op.op->name()->str() : "";
+    std::string call = callName(op.kind);
+    if (op.kind == plan::Call::KernelCall)
+      call += " " + op.op->call_as_KernelCall()->symbol()->str();
+    std::string message =
+        "check numerics: " + std::string(found.isNaN ? "NaN" : "infinity") +
+        " at " + formatLocation(op.op->loc()) + ": op '" + opName +
+        "' (entry '" + entry.name + "' op " + std::to_string(index) + ", " +
+        call + ") left " + (found.isNaN ? "a NaN" : "an infinity") +
+        " in buffer '" + buffer.name + "' (" + bufferKindName(buffer.kind) +
+        " " +
+        formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+        ") at element " + std::to_string(found.element);
+    if (buffer.kind == plan::BufferKind::Input ||
+        buffer.kind == plan::BufferKind::Param)
+      message += std::string("; that ") + bufferKindName(buffer.kind) +
+                 " may have held it before the op ran";
+    return Result::error(KILN_ERROR_NUMERICS, message);
+  }
+  return Result::ok();
+}
+
+void Session::setProfiling(bool enabled) {
+  profiling_ = enabled;
+  if (!enabled)
+    return;
+  for (PreparedEntry &entry : entries_) {
+    entry.calls.assign(entry.ops.size(), 0);
+    entry.nanoseconds.assign(entry.ops.size(), 0);
+  }
+}
+
+size_t Session::getProfileCount() const {
+  size_t count = 0;
+  for (const PreparedEntry &entry : entries_)
+    count += entry.ops.size();
+  return count;
+}
+
+Result Session::getProfile(size_t index, kiln_op_profile &profile) const {
+  for (const PreparedEntry &entry : entries_) {
+    if (index >= entry.ops.size()) {
+      index -= entry.ops.size();
+      continue;
+    }
+    const PreparedOp &op = entry.ops[index];
+    const plan::SourceLoc *loc = op.op->loc();
+    profile.entry = entry.name.c_str();
+    profile.index = static_cast<int32_t>(index);
+    profile.call = callName(op.kind);
+    profile.name = op.op->name() ? op.op->name()->c_str() : "";
+    profile.file = loc && loc->file() ? loc->file()->c_str() : "";
+    profile.line = loc ? loc->line() : 0;
+    profile.column = loc ? loc->column() : 0;
+    profile.calls = entry.calls[index];
+    profile.total_ms = static_cast<double>(entry.nanoseconds[index]) * 1e-6;
+    return Result::ok();
+  }
+  return invalidArgument("profile index out of range (" +
+                         std::to_string(getProfileCount()) + " ops)");
+}

@@ -1,0 +1,226 @@
+//===- PlanValidation.cpp - The plan's consistency checks -----------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// The FlatBuffers verifier proves that plan.kpl can be read safely; these
+// checks prove that executing it stays inside its buffers: ids in range,
+// sizes that match shapes, transients inside the arena, GEMM operands whose
+// last element (over the whole batch) lies inside their buffers, copies that
+// fit. A plan that passes cannot make the executor read or write out of
+// bounds except through a kernel's own indexing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Artifact.h"
+
+#include <unordered_set>
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+namespace {
+
+/// Validates the references of one entry's ops; `where` prefixes messages.
+class EntryValidator {
+public:
+  EntryValidator(const std::vector<BufferInfo> &buffers, std::string where)
+      : buffers_(buffers), where_(std::move(where)) {}
+
+  Result checkId(uint32_t id, const char *role) const {
+    if (id >= buffers_.size())
+      return invalidFormat(where_ + ": " + role + " buffer id " +
+                           std::to_string(id) + " is out of range (the plan " +
+                           "has " + std::to_string(buffers_.size()) +
+                           " buffers)");
+    return Result::ok();
+  }
+
+  Result checkKernel(const plan::KernelCall &call) const {
+    if (!call.symbol() || call.symbol()->size() == 0)
+      return invalidFormat(where_ + ": kernel call without a symbol");
+    if (call.buffers())
+      for (uint32_t id : *call.buffers())
+        KILN_RETURN_IF_ERROR(checkId(id, "kernel argument"));
+    if (call.range() < 0 || call.grain() < 0)
+      return invalidFormat(where_ + ": kernel '" + call.symbol()->str() +
+                           "' has a negative range or grain");
+    return Result::ok();
+  }
+
+  /// Checks that a rows x cols matrix with leading dimension `ld`, repeated
+  /// `batch` times `stride` elements apart, fits in buffer `id`.
+  Result checkMatrix(const plan::GemmCall &call, uint32_t id, char operand,
+                     int64_t rows, int64_t cols, int64_t ld,
+                     int64_t stride) const {
+    const BufferInfo &buffer = buffers_[id];
+    std::string what =
+        where_ + ": GEMM operand " + operand + " ('" + buffer.name + "')";
+    if (buffer.dtype != call.dtype())
+      return invalidFormat(what + " is " + dtypeName(buffer.dtype) +
+                           " but the GEMM computes in " +
+                           dtypeName(call.dtype()));
+    if (rows == 0 || cols == 0)
+      return Result::ok();
+    if (ld < cols)
+      return invalidFormat(what + ": leading dimension " + std::to_string(ld) +
+                           " is smaller than its " + std::to_string(cols) +
+                           " columns");
+    if (stride < 0)
+      return invalidFormat(what + ": negative batch stride");
+    // In 128 bits: the plan's numbers are untrusted and may overflow int64.
+    __int128 extent = static_cast<__int128>(rows - 1) * ld + cols +
+                      static_cast<__int128>(call.batch() - 1) * stride;
+    if (extent > buffer.numElements)
+      return invalidFormat(what + " needs " +
+                           std::to_string(static_cast<int64_t>(extent)) +
+                           " elements but the buffer holds " +
+                           std::to_string(buffer.numElements));
+    return Result::ok();
+  }
+
+  Result checkGemm(const plan::GemmCall &call) const {
+    KILN_RETURN_IF_ERROR(checkId(call.a(), "GEMM operand A"));
+    KILN_RETURN_IF_ERROR(checkId(call.b(), "GEMM operand B"));
+    KILN_RETURN_IF_ERROR(checkId(call.c(), "GEMM result C"));
+    if (call.m() < 0 || call.n() < 0 || call.k() < 0 || call.batch() < 1)
+      return invalidFormat(
+          where_ + ": GEMM with m=" + std::to_string(call.m()) +
+          " n=" + std::to_string(call.n()) + " k=" + std::to_string(call.k()) +
+          " batch=" + std::to_string(call.batch()));
+    int64_t m = call.m(), n = call.n(), k = call.k();
+    bool ta = call.transpose_a(), tb = call.transpose_b();
+    KILN_RETURN_IF_ERROR(checkMatrix(call, call.a(), 'A', ta ? k : m,
+                                     ta ? m : k, call.lda(), call.stride_a()));
+    KILN_RETURN_IF_ERROR(checkMatrix(call, call.b(), 'B', tb ? n : k,
+                                     tb ? k : n, call.ldb(), call.stride_b()));
+    return checkMatrix(call, call.c(), 'C', m, n, call.ldc(), call.stride_c());
+  }
+
+  Result checkCopy(const plan::CopyCall &call) const {
+    KILN_RETURN_IF_ERROR(checkId(call.source(), "copy source"));
+    KILN_RETURN_IF_ERROR(checkId(call.destination(), "copy destination"));
+    const BufferInfo &source = buffers_[call.source()];
+    const BufferInfo &destination = buffers_[call.destination()];
+    if (call.size_bytes() < 0 || call.size_bytes() > source.sizeBytes ||
+        call.size_bytes() > destination.sizeBytes)
+      return invalidFormat(
+          where_ + ": copy of " + std::to_string(call.size_bytes()) +
+          " bytes from '" + source.name + "' (" +
+          std::to_string(source.sizeBytes) + " bytes) to '" + destination.name +
+          "' (" + std::to_string(destination.sizeBytes) + " bytes)");
+    return Result::ok();
+  }
+
+private:
+  const std::vector<BufferInfo> &buffers_;
+  std::string where_;
+};
+
+Result validateBuffers(const plan::Plan &plan,
+                       const std::vector<BufferInfo> &buffers) {
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferInfo &buffer = buffers[i];
+    std::string what =
+        "buffer " + std::to_string(i) + " ('" + buffer.name + "')";
+    if (buffer.table->id() != i)
+      return invalidFormat(what + " has id " +
+                           std::to_string(buffer.table->id()) +
+                           "; ids must equal positions in Plan.buffers");
+    if (buffer.name.empty())
+      return invalidFormat("buffer " + std::to_string(i) + " has no name");
+    if (!names.insert(buffer.name).second)
+      return invalidFormat("two buffers are named '" + buffer.name + "'");
+    if (dtypeSize(buffer.dtype) == 0)
+      return invalidFormat(what + " has an unknown dtype " +
+                           std::to_string(static_cast<int>(buffer.dtype)));
+    int64_t expected;
+    if (buffer.numElements < 0 ||
+        __builtin_mul_overflow(buffer.numElements,
+                               static_cast<int64_t>(dtypeSize(buffer.dtype)),
+                               &expected))
+      return invalidFormat(what + " has a negative or overflowing shape");
+    if (buffer.sizeBytes != expected)
+      return invalidFormat(
+          what + " of type " +
+          formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+          " has size_bytes " + std::to_string(buffer.sizeBytes) +
+          ", expected " + std::to_string(expected));
+    if (buffer.kind == plan::BufferKind::Transient) {
+      if (buffer.arenaOffset < 0 || buffer.arenaOffset % 64 != 0 ||
+          buffer.arenaOffset > plan.arena_bytes() - buffer.sizeBytes)
+        return invalidFormat(what + " at arena offset " +
+                             std::to_string(buffer.arenaOffset) + " (" +
+                             std::to_string(buffer.sizeBytes) +
+                             " bytes) does not lie 64-byte aligned inside the "
+                             "arena of " +
+                             std::to_string(plan.arena_bytes()) + " bytes");
+    }
+    if (buffer.kind == plan::BufferKind::Constant) {
+      const auto *data = buffer.table->data();
+      int64_t size = data ? static_cast<int64_t>(data->size()) : 0;
+      if (size != buffer.sizeBytes)
+        return invalidFormat(
+            what + " is a constant of " + std::to_string(buffer.sizeBytes) +
+            " bytes but carries " + std::to_string(size) + " bytes of data");
+    }
+  }
+  return Result::ok();
+}
+
+} // namespace
+
+Result kiln::runtime::validatePlan(const plan::Plan &plan,
+                                   const std::vector<BufferInfo> &buffers) {
+  std::string target = plan.target() ? plan.target()->str() : "";
+  if (target != "cpu" && target != "cuda")
+    return invalidFormat("unknown target '" + target +
+                         "' (expected \"cpu\" or \"cuda\")");
+  if (plan.arena_bytes() < 0)
+    return invalidFormat("negative arena size");
+  KILN_RETURN_IF_ERROR(validateBuffers(plan, buffers));
+  if (!plan.entries())
+    return Result::ok();
+  std::unordered_set<std::string> entryNames;
+  for (const plan::Entry *entry : *plan.entries()) {
+    if (!entry->name() || entry->name()->size() == 0)
+      return invalidFormat("an entry point has no name");
+    std::string name = entry->name()->str();
+    if (!entryNames.insert(name).second)
+      return invalidFormat("two entry points are named '" + name + "'");
+    EntryValidator entryCheck(buffers, "entry '" + name + "'");
+    for (const auto *ids : {entry->inputs(), entry->outputs()})
+      if (ids)
+        for (uint32_t id : *ids)
+          KILN_RETURN_IF_ERROR(entryCheck.checkId(id, "input/output"));
+    if (!entry->ops())
+      continue;
+    for (uint32_t index = 0; index < entry->ops()->size(); ++index) {
+      const plan::Op *op = entry->ops()->Get(index);
+      EntryValidator check(buffers, "entry '" + name + "' op " +
+                                        std::to_string(index) + " (" +
+                                        formatLocation(op->loc()) + ")");
+      switch (op->call_type()) {
+      case plan::Call::KernelCall:
+        KILN_RETURN_IF_ERROR(check.checkKernel(*op->call_as_KernelCall()));
+        break;
+      case plan::Call::GemmCall:
+        KILN_RETURN_IF_ERROR(check.checkGemm(*op->call_as_GemmCall()));
+        break;
+      case plan::Call::CopyCall:
+        KILN_RETURN_IF_ERROR(check.checkCopy(*op->call_as_CopyCall()));
+        break;
+      case plan::Call::ZeroCall:
+        KILN_RETURN_IF_ERROR(
+            check.checkId(op->call_as_ZeroCall()->buffer(), "zeroed"));
+        break;
+      default:
+        return invalidFormat("entry '" + name + "' op " +
+                             std::to_string(index) +
+                             " has no call (or one this runtime does not "
+                             "know)");
+      }
+    }
+  }
+  return Result::ok();
+}

@@ -1,0 +1,229 @@
+//===- Session.cpp - Buffers of a session and access to them by name ------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Session.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+AlignedMemory::~AlignedMemory() { std::free(data_); }
+
+Result AlignedMemory::allocate(size_t size, const std::string &what) {
+  // aligned_alloc needs a multiple of the alignment, and a non-zero size so
+  // that every buffer has a distinct, valid address.
+  size_t rounded = (size + 63) / 64 * 64;
+  if (rounded == 0)
+    rounded = 64;
+  data_ = std::aligned_alloc(64, rounded);
+  if (!data_)
+    return Result::error(KILN_ERROR_INTERNAL, "out of memory allocating " +
+                                                  std::to_string(size) +
+                                                  " bytes for " + what);
+  std::memset(data_, 0, rounded);
+  return Result::ok();
+}
+
+Result Session::create(std::shared_ptr<const Artifact> artifact,
+                       const std::string &device, int numThreads,
+                       std::unique_ptr<Session> &session) {
+  if (device == "cuda")
+    return Result::error(KILN_ERROR_UNSUPPORTED,
+                         "device 'cuda': this libkiln_runtime was not built "
+                         "with CUDA support (available: \"cpu\")");
+  if (device != "cpu")
+    return invalidArgument("unknown device '" + device +
+                           "' (expected \"cpu\" or \"cuda\")");
+  std::string target = artifact->getTarget();
+  if (target != device)
+    return invalidArgument("the artifact '" + artifact->getDirectory() +
+                           "' was compiled for target '" + target +
+                           "', not for device '" + device + "'");
+  if (numThreads < 0)
+    return invalidArgument("negative thread count " +
+                           std::to_string(numThreads));
+  std::unique_ptr<Session> created(new Session());
+  created->artifact_ = std::move(artifact);
+  KILN_RETURN_IF_ERROR(created->allocate());
+  KILN_RETURN_IF_ERROR(created->prepare());
+  created->pool_ = std::make_unique<ThreadPool>(
+      numThreads ? numThreads : ThreadPool::defaultSize());
+  session = std::move(created);
+  return Result::ok();
+}
+
+Result Session::allocate() {
+  const plan::Plan &plan = artifact_->getPlan();
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  KILN_RETURN_IF_ERROR(
+      arena_.allocate(static_cast<size_t>(plan.arena_bytes()), "the arena"));
+  pointers_.assign(buffers.size(), nullptr);
+  storage_.reserve(buffers.size());
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferInfo &buffer = buffers[id];
+    if (buffer.kind == plan::BufferKind::Transient) {
+      pointers_[id] = static_cast<char *>(arena_.data()) + buffer.arenaOffset;
+      continue;
+    }
+    storage_.emplace_back();
+    KILN_RETURN_IF_ERROR(storage_.back().allocate(
+        static_cast<size_t>(buffer.sizeBytes), "buffer '" + buffer.name + "'"));
+    pointers_[id] = storage_.back().data();
+    if (buffer.kind == plan::BufferKind::Constant && buffer.sizeBytes)
+      std::memcpy(pointers_[id], buffer.table->data()->data(),
+                  static_cast<size_t>(buffer.sizeBytes));
+  }
+  bound_.assign(buffers.size(), false);
+  return Result::ok();
+}
+
+Result Session::findPersistent(const std::string &name, const char *action,
+                               int64_t &id) const {
+  id = artifact_->findBuffer(name);
+  if (id < 0)
+    return invalidArgument("cannot " + std::string(action) + " '" + name +
+                           "': the plan has no buffer of that "
+                           "name");
+  const BufferInfo &buffer = artifact_->getBuffers()[id];
+  if (!isPersistent(buffer.kind))
+    return invalidArgument("cannot " + std::string(action) + " '" + name +
+                           "': it is a transient (its arena bytes are reused "
+                           "within a step)");
+  return Result::ok();
+}
+
+/// The name of a caller's dtype, which may be anything.
+static std::string callerDTypeName(kiln_dtype dtype) {
+  if (dtype >= KILN_F32 && dtype <= KILN_U8)
+    return dtypeName(static_cast<plan::DType>(dtype));
+  return "<dtype " + std::to_string(static_cast<int>(dtype)) + ">";
+}
+
+/// "f32[2, 3]" for a caller's dtype and shape, which may be anything.
+static std::string formatCallerType(kiln_dtype dtype, const int64_t *shape,
+                                    int32_t rank) {
+  std::string text = callerDTypeName(dtype) + "[";
+  for (int32_t i = 0; i < rank && shape; ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+Result Session::bindInput(const std::string &name, const void *data,
+                          kiln_dtype dtype, const int64_t *shape,
+                          int32_t rank) {
+  int64_t id = artifact_->findBuffer(name);
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  if (id < 0 || buffers[id].kind != plan::BufferKind::Input) {
+    std::string inputs;
+    for (const BufferInfo &buffer : buffers)
+      if (buffer.kind == plan::BufferKind::Input)
+        inputs += (inputs.empty() ? "'" : ", '") + buffer.name + "'";
+    return invalidArgument(
+        "the model has no input '" + name +
+        "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")");
+  }
+  const BufferInfo &buffer = buffers[id];
+  if (rank < 0 || (rank > 0 && !shape) || (!data && buffer.sizeBytes))
+    return invalidArgument("input '" + name + "': null data or shape");
+  bool sameShape = static_cast<size_t>(rank) == buffer.shape.size() &&
+                   std::equal(buffer.shape.begin(), buffer.shape.end(), shape);
+  if (static_cast<int>(dtype) != static_cast<int>(buffer.dtype) || !sameShape)
+    return invalidArgument(
+        "input '" + name + "' expects " +
+        formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+        " but was given " + formatCallerType(dtype, shape, rank));
+  if (buffer.sizeBytes)
+    std::memcpy(pointers_[id], data, static_cast<size_t>(buffer.sizeBytes));
+  bound_[id] = true;
+  return Result::ok();
+}
+
+bool Session::isOutput(size_t id) const {
+  const BufferInfo &buffer = artifact_->getBuffers()[id];
+  if (buffer.kind == plan::BufferKind::Output)
+    return true;
+  if (!isPersistent(buffer.kind) || !artifact_->getPlan().entries())
+    return false;
+  for (const plan::Entry *entry : *artifact_->getPlan().entries())
+    if (entry->outputs())
+      for (uint32_t output : *entry->outputs())
+        if (output == id)
+          return true;
+  return false;
+}
+
+Result Session::readOutput(const std::string &name, kiln_dtype dtype,
+                           void *data, size_t sizeBytes) {
+  int64_t id = artifact_->findBuffer(name);
+  if (id < 0 || !isOutput(id)) {
+    std::string outputs;
+    for (size_t i = 0; i < artifact_->getBuffers().size(); ++i)
+      if (isOutput(i))
+        outputs += (outputs.empty() ? "'" : ", '") +
+                   artifact_->getBuffers()[i].name + "'";
+    return invalidArgument(
+        "the model has no output '" + name +
+        "' (its outputs: " + (outputs.empty() ? "none" : outputs) + ")");
+  }
+  const BufferInfo &buffer = artifact_->getBuffers()[id];
+  if (static_cast<int>(dtype) != static_cast<int>(buffer.dtype))
+    return invalidArgument(
+        "output '" + name + "' is " +
+        formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+        " but was read as " + callerDTypeName(dtype));
+  return getBuffer(name, data, sizeBytes);
+}
+
+Result Session::getBuffer(const std::string &name, void *data,
+                          size_t sizeBytes) {
+  int64_t id;
+  KILN_RETURN_IF_ERROR(findPersistent(name, "read", id));
+  const BufferInfo &buffer = artifact_->getBuffers()[id];
+  if (sizeBytes != static_cast<size_t>(buffer.sizeBytes))
+    return invalidArgument(
+        "buffer '" + name + "' (" +
+        formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+        ") holds " + std::to_string(buffer.sizeBytes) + " bytes, not " +
+        std::to_string(sizeBytes));
+  if (!data && sizeBytes)
+    return invalidArgument("buffer '" + name + "': null destination");
+  if (sizeBytes)
+    std::memcpy(data, pointers_[id], sizeBytes);
+  return Result::ok();
+}
+
+Result Session::setBuffer(const std::string &name, const void *data,
+                          size_t sizeBytes) {
+  int64_t id;
+  KILN_RETURN_IF_ERROR(findPersistent(name, "write", id));
+  const BufferInfo &buffer = artifact_->getBuffers()[id];
+  if (buffer.kind == plan::BufferKind::Constant)
+    return invalidArgument("cannot write '" + name +
+                           "': it is a constant of the plan");
+  if (sizeBytes != static_cast<size_t>(buffer.sizeBytes))
+    return invalidArgument(
+        "buffer '" + name + "' (" +
+        formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+        ") holds " + std::to_string(buffer.sizeBytes) + " bytes, not " +
+        std::to_string(sizeBytes));
+  if (!data && sizeBytes)
+    return invalidArgument("buffer '" + name + "': null source");
+  if (sizeBytes)
+    std::memcpy(pointers_[id], data, sizeBytes);
+  bound_[id] = true;
+  return Result::ok();
+}
+
+Result Session::bufferData(const std::string &name, void *&data) {
+  int64_t id;
+  KILN_RETURN_IF_ERROR(findPersistent(name, "access", id));
+  data = pointers_[id];
+  // The caller may fill an input through this pointer.
+  bound_[id] = true;
+  return Result::ok();
+}

@@ -1,0 +1,102 @@
+//===- ThreadPool.cpp - The session's worker threads ----------------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// A step is a long sequence of short kernels, so waking the workers must be
+// cheap: after a job, a worker spins briefly on the job generation before it
+// sleeps on the condition variable; the caller, having drained its share,
+// waits for the workers by spinning with yields (they are finishing their
+// last index).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ThreadPool.h"
+
+#include <cstdlib>
+#include <string>
+
+using namespace kiln::runtime;
+
+/// Polls of the generation before a worker goes to sleep (a few microseconds).
+static constexpr int kSpinPolls = 2000;
+
+static inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+ThreadPool::ThreadPool(int numThreads) {
+  for (int i = 1; i < numThreads; ++i)
+    workers_.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (std::thread &worker : workers_)
+    worker.join();
+}
+
+int ThreadPool::defaultSize() {
+  if (const char *value = std::getenv("KILN_NUM_THREADS")) {
+    char *end = nullptr;
+    long parsed = std::strtol(value, &end, 10);
+    if (end != value && *end == '\0' && parsed > 0 && parsed <= 4096)
+      return static_cast<int>(parsed);
+  }
+  unsigned hardware = std::thread::hardware_concurrency();
+  return hardware ? static_cast<int>(hardware) : 1;
+}
+
+void ThreadPool::run(int64_t count, Trampoline trampoline, void *context) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trampoline_ = trampoline;
+    context_ = context;
+    count_ = count;
+    next_.store(0);
+    busyWorkers_.store(static_cast<int>(workers_.size()));
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  drain();
+  while (busyWorkers_.load(std::memory_order_acquire) != 0)
+    std::this_thread::yield();
+}
+
+void ThreadPool::drain() {
+  for (;;) {
+    int64_t index = next_.fetch_add(1, std::memory_order_relaxed);
+    if (index >= count_)
+      return;
+    trampoline_(context_, index);
+  }
+}
+
+void ThreadPool::workerLoop() {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin a little: the next kernel usually follows within microseconds.
+    for (int poll = 0; poll < kSpinPolls; ++poll) {
+      if (generation_.load(std::memory_order_acquire) != seen)
+        break;
+      cpuRelax();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      seen = generation_.load();
+      if (stopping_)
+        return;
+    }
+    drain();
+    busyWorkers_.fetch_sub(1, std::memory_order_release);
+  }
+}
