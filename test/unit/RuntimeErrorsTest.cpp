@@ -1,0 +1,279 @@
+//===- RuntimeErrorsTest.cpp - Every failure of the C API is reported -----===//
+//
+// Part of Kiln. Each error path returns its status and a message that names
+// the call and what was wrong: missing or foreign plan files, unknown schema
+// versions, inconsistent plans, missing kernels, devices, and inputs of the
+// wrong name, shape or dtype.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtil.h"
+
+using namespace kiln;
+using namespace kiln::test;
+using DType = plan::DType;
+using Kind = plan::BufferKind;
+
+namespace {
+
+/// Checks that `status` is `expected` and that the thread's last error
+/// contains every string of `parts`.
+void expectError(kiln_status status, kiln_status expected,
+                 std::initializer_list<std::string> parts) {
+  EXPECT_EQ(status, expected) << kiln_last_error();
+  std::string message = kiln_last_error();
+  for (const std::string &part : parts)
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "'" << part << "' not in: " << message;
+}
+
+/// A small valid plan: predict(x f32[2, 3]) -> y = x + x.
+std::string addPlan(uint32_t version = KILN_PLAN_SCHEMA_VERSION,
+                    const char *symbol = "kiln_test_add") {
+  PlanWriter w;
+  uint32_t x = w.buffer("x", Kind::Input, DType::F32, {2, 3});
+  uint32_t y = w.buffer("y", Kind::Output, DType::F32, {2, 3});
+  w.kernel(symbol, {x, x, y}, 6, 1);
+  w.entry("predict", {x}, {y});
+  return w.finish(version);
+}
+
+kiln_status openArtifact(const TempDir &dir, const std::string &plan,
+                         kiln_artifact **artifact) {
+  writeArtifact(dir.path(), plan);
+  return kiln_artifact_open(dir.path().c_str(), artifact);
+}
+
+TEST(RuntimeErrors, MissingDirectoryOrPlan) {
+  kiln_artifact *artifact = nullptr;
+  expectError(kiln_artifact_open("/nonexistent/kiln.d", &artifact),
+              KILN_ERROR_IO, {"kiln_artifact_open: ", "/nonexistent/kiln.d"});
+  EXPECT_EQ(artifact, nullptr);
+  TempDir dir;
+  expectError(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_ERROR_IO,
+              {"plan.kpl"});
+  expectError(kiln_artifact_open(nullptr, &artifact),
+              KILN_ERROR_INVALID_ARGUMENT, {"directory is null"});
+}
+
+TEST(RuntimeErrors, NotAPlan) {
+  TempDir dir;
+  kiln_artifact *artifact = nullptr;
+  expectError(openArtifact(dir, "this is not a flatbuffer at all", &artifact),
+              KILN_ERROR_INVALID_FORMAT,
+              {"plan.kpl: not a Kiln plan", "'KPLN'", "found identifier"});
+  expectError(openArtifact(dir, "KPL", &artifact), KILN_ERROR_INVALID_FORMAT,
+              {"a file of 3 bytes"});
+  // The right identifier on a damaged body.
+  std::string plan = addPlan();
+  expectError(openArtifact(dir, plan.substr(0, plan.size() / 2), &artifact),
+              KILN_ERROR_INVALID_FORMAT, {"corrupt"});
+}
+
+TEST(RuntimeErrors, UnknownSchemaVersionNamesBoth) {
+  TempDir dir;
+  kiln_artifact *artifact = nullptr;
+  expectError(openArtifact(dir, addPlan(99), &artifact), KILN_ERROR_VERSION,
+              {"schema version 99",
+               "executes version " + std::to_string(KILN_PLAN_SCHEMA_VERSION)});
+}
+
+TEST(RuntimeErrors, MissingKernelSymbolIsNamed) {
+  TempDir dir;
+  kiln_artifact *artifact = nullptr;
+  expectError(
+      openArtifact(dir,
+                   addPlan(KILN_PLAN_SCHEMA_VERSION, "kiln_k_does_not_exist"),
+                   &artifact),
+      KILN_ERROR_KERNELS, {"'kiln_k_does_not_exist'", "missing 1"});
+  // And a kernels file that is not there.
+  TempDir empty;
+  writeFile(empty.file("plan.kpl"), addPlan());
+  expectError(kiln_artifact_open(empty.path().c_str(), &artifact),
+              KILN_ERROR_KERNELS, {"dlopen", "kernels.so"});
+}
+
+TEST(RuntimeErrors, InconsistentPlansAreRejected) {
+  TempDir dir;
+  kiln_artifact *artifact = nullptr;
+  {
+    PlanWriter w;
+    uint32_t x = w.buffer("x", Kind::Input, DType::F32, {4});
+    w.kernel("kiln_test_add", {x, x, 9}, 4, 1, "graph.add", 12);
+    w.entry("predict", {x}, {});
+    expectError(openArtifact(dir, w.finish(), &artifact),
+                KILN_ERROR_INVALID_FORMAT,
+                {"entry 'predict' op 0 (model.kiln:12:3)",
+                 "buffer id 9 is out of range"});
+  }
+  {
+    PlanWriter w;
+    uint32_t a = w.buffer("a", Kind::Input, DType::F32, {4, 4});
+    uint32_t c = w.buffer("c", Kind::Output, DType::F32, {4, 4});
+    // Two batch entries of 16 elements do not fit in a 16-element A.
+    w.gemm(plan::CreateGemmCall(w.fbb, a, a, c, 4, 4, 4, 2, false, false, 4, 4,
+                                4, 16, 0, 0, 1.0, 0.0, DType::F32));
+    w.entry("predict", {a}, {c});
+    expectError(openArtifact(dir, w.finish(), &artifact),
+                KILN_ERROR_INVALID_FORMAT,
+                {"GEMM operand A ('a') needs 32 elements but the buffer "
+                 "holds 16"});
+  }
+  {
+    PlanWriter w;
+    w.buffer("a", Kind::Input, DType::F32, {4});
+    w.buffer("a", Kind::Output, DType::F32, {4});
+    expectError(openArtifact(dir, w.finish(), &artifact),
+                KILN_ERROR_INVALID_FORMAT, {"two buffers are named 'a'"});
+  }
+  {
+    PlanWriter w;
+    w.buffer("t", Kind::Transient, DType::F32, {32});
+    w.arenaBytes = 64; // The transient needs 128.
+    expectError(openArtifact(dir, w.finish(), &artifact),
+                KILN_ERROR_INVALID_FORMAT,
+                {"buffer 0 ('t')", "inside the arena of 64 bytes"});
+  }
+  {
+    PlanWriter w;
+    uint32_t a = w.buffer("a", Kind::Input, DType::F32, {4});
+    uint32_t b = w.buffer("b", Kind::Output, DType::F32, {2});
+    w.copy(a, b, 16);
+    w.entry("predict", {a}, {b});
+    expectError(openArtifact(dir, w.finish(), &artifact),
+                KILN_ERROR_INVALID_FORMAT, {"copy of 16 bytes from 'a'"});
+  }
+  EXPECT_EQ(artifact, nullptr);
+}
+
+TEST(RuntimeErrors, Devices) {
+  TempDir dir;
+  kiln_artifact *artifact = nullptr;
+  ASSERT_EQ(openArtifact(dir, addPlan(), &artifact), KILN_OK)
+      << kiln_last_error();
+  kiln_session *session = nullptr;
+  expectError(
+      kiln_session_create(artifact, "cuda", 0, &session),
+      KILN_ERROR_UNSUPPORTED,
+      {"kiln_session_create: device 'cuda'", "not built with CUDA support"});
+  expectError(kiln_session_create(artifact, "tpu", 0, &session),
+              KILN_ERROR_INVALID_ARGUMENT, {"unknown device 'tpu'"});
+  EXPECT_EQ(session, nullptr);
+  // A session keeps its artifact alive after the caller closes it.
+  ASSERT_EQ(kiln_session_create(artifact, "cpu", 0, &session), KILN_OK);
+  kiln_artifact_close(artifact);
+  int32_t threads = 0;
+  EXPECT_EQ(kiln_session_num_threads(session, &threads), KILN_OK);
+  EXPECT_GE(threads, 1);
+  std::vector<float> x(6, 1.0f);
+  int64_t shape[] = {2, 3};
+  ASSERT_EQ(kiln_session_bind_input(session, "x", x.data(), KILN_F32, shape, 2),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(session, "predict"), KILN_OK);
+  kiln_session_destroy(session);
+}
+
+TEST(RuntimeErrors, CudaPlanOnCpu) {
+  TempDir dir;
+  PlanWriter w;
+  w.buffer("x", Kind::Input, DType::F32, {2});
+  writeFile(dir.file("plan.kpl"),
+            w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda", "kernels.ptx"));
+  kiln_artifact *artifact = nullptr;
+  // A cuda artifact opens (for `kiln inspect`) but does not run on the cpu.
+  ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+      << kiln_last_error();
+  kiln_session *session = nullptr;
+  expectError(kiln_session_create(artifact, "cpu", 1, &session),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"compiled for target 'cuda', not for device 'cpu'"});
+  kiln_artifact_close(artifact);
+}
+
+TEST(RuntimeErrors, InputsOfTheWrongNameShapeOrDtype) {
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(addPlan()), KILN_OK) << kiln_last_error();
+  std::vector<float> x(6, 1.0f);
+  int64_t transposed[] = {3, 2};
+  expectError(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_F32,
+                                      transposed, 2),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"kiln_session_bind_input: input 'x' expects f32[2, 3] but was "
+               "given f32[3, 2]"});
+  EXPECT_EQ(std::string(kiln_session_last_error(loaded.session)),
+            kiln_last_error());
+  int64_t shape[] = {2, 3};
+  expectError(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_I32,
+                                      shape, 2),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"input 'x' expects f32[2, 3] but was given i32[2, 3]"});
+  expectError(kiln_session_bind_input(loaded.session, "tokens", x.data(),
+                                      KILN_F32, shape, 2),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"no input 'tokens' (its inputs: 'x')"});
+  // Output y is not an input either.
+  expectError(kiln_session_bind_input(loaded.session, "y", x.data(), KILN_F32,
+                                      shape, 2),
+              KILN_ERROR_INVALID_ARGUMENT, {"no input 'y'"});
+  // Running before binding.
+  expectError(kiln_session_run(loaded.session, "predict"),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"entry 'predict' reads input 'x', which was never bound"});
+  expectError(kiln_session_run(loaded.session, "train_step"),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"no entry point 'train_step' (its entries: 'predict')"});
+}
+
+TEST(RuntimeErrors, BufferAccess) {
+  Loaded loaded;
+  PlanWriter w;
+  uint32_t x = w.buffer("x", Kind::Input, DType::F32, {2});
+  uint32_t t = w.buffer("t", Kind::Transient, DType::F32, {2});
+  uint32_t y = w.buffer("y", Kind::Output, DType::F32, {2});
+  w.kernel("kiln_test_add", {x, x, t}, 2, 1);
+  w.kernel("kiln_test_add", {t, x, y}, 2, 1);
+  w.entry("predict", {x}, {y});
+  ASSERT_EQ(loaded.open(w.finish()), KILN_OK) << kiln_last_error();
+  float values[2] = {1, 2};
+  expectError(kiln_session_get_buffer(loaded.session, "t", values, 8),
+              KILN_ERROR_INVALID_ARGUMENT, {"'t': it is a transient"});
+  expectError(kiln_session_get_buffer(loaded.session, "y", values, 4),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"buffer 'y' (f32[2]) holds 8 bytes, not 4"});
+  expectError(kiln_session_get_buffer(loaded.session, "nope", values, 8),
+              KILN_ERROR_INVALID_ARGUMENT, {"no buffer of that name"});
+  expectError(
+      kiln_session_read_output(loaded.session, "y", KILN_F64, values, 8),
+      KILN_ERROR_INVALID_ARGUMENT,
+      {"output 'y' is f32[2] but was read as f64"});
+  expectError(
+      kiln_session_read_output(loaded.session, "x", KILN_F32, values, 8),
+      KILN_ERROR_INVALID_ARGUMENT, {"no output 'x' (its outputs: 'y')"});
+  // Zero-copy binding through the session's storage counts as binding.
+  void *data = nullptr;
+  ASSERT_EQ(kiln_session_buffer_data(loaded.session, "x", &data), KILN_OK);
+  std::memcpy(data, values, sizeof values);
+  ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  float result[2];
+  ASSERT_EQ(kiln_session_read_output(loaded.session, "y", KILN_F32, result,
+                                     sizeof result),
+            KILN_OK);
+  EXPECT_EQ(result[0], 3.0f);
+  EXPECT_EQ(result[1], 6.0f);
+
+  size_t index = 0;
+  ASSERT_EQ(kiln_artifact_find_buffer(loaded.artifact, "t", &index), KILN_OK);
+  kiln_buffer_info info;
+  ASSERT_EQ(kiln_artifact_buffer_info(loaded.artifact, index, &info), KILN_OK);
+  EXPECT_STREQ(info.name, "t");
+  EXPECT_EQ(info.kind, KILN_BUFFER_TRANSIENT);
+  EXPECT_EQ(info.dtype, KILN_F32);
+  ASSERT_EQ(info.rank, 1);
+  EXPECT_EQ(info.shape[0], 2);
+  EXPECT_EQ(info.arena_offset, 0);
+  expectError(kiln_artifact_buffer_info(loaded.artifact, 3, &info),
+              KILN_ERROR_INVALID_ARGUMENT, {"buffer index 3 is out of range"});
+}
+
+} // namespace

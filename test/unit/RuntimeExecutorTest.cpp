@@ -1,0 +1,406 @@
+//===- RuntimeExecutorTest.cpp - libkiln_runtime executes plans -----------===//
+//
+// Part of Kiln. Kernel calls over the thread pool (results and chunking),
+// GEMMs against a naive loop, copies and zeros, check-numerics, profiles and
+// the plan printer, all through the C API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestUtil.h"
+
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+#include <random>
+
+using namespace kiln;
+using namespace kiln::test;
+using DType = plan::DType;
+using Kind = plan::BufferKind;
+
+namespace {
+
+std::vector<float> randomFloats(size_t count, uint32_t seed, float low = -2,
+                                float high = 2) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> distribution(low, high);
+  std::vector<float> values(count);
+  for (float &value : values)
+    value = distribution(engine);
+  return values;
+}
+
+TEST(RuntimeExecutor, ElementwiseKernelOverThreads) {
+  const int64_t n = 1001;
+  PlanWriter writer;
+  uint32_t a = writer.buffer("a", Kind::Input, DType::F32, {n});
+  uint32_t b =
+      writer.buffer("b", Kind::Param, DType::F32, {n}, writer.init("zeros", 0));
+  uint32_t t = writer.buffer("t", Kind::Transient, DType::F32, {n});
+  uint32_t out = writer.buffer("out", Kind::Output, DType::F32, {n});
+  writer.kernel("kiln_test_add", {a, b, t}, n, 16);
+  writer.kernel("kiln_test_add", {t, b, out}, n, 16);
+  writer.entry("predict", {a}, {out});
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(writer.finish(), 4), KILN_OK) << kiln_last_error();
+
+  std::vector<float> x = randomFloats(n, 1), w = randomFloats(n, 2);
+  int64_t shape[] = {n};
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "a", x.data(), KILN_F32,
+                                    shape, 1),
+            KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(kiln_session_set_buffer(loaded.session, "b", w.data(), n * 4),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  std::vector<float> result(n);
+  ASSERT_EQ(kiln_session_read_output(loaded.session, "out", KILN_F32,
+                                     result.data(), n * 4),
+            KILN_OK)
+      << kiln_last_error();
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(result[i], (x[i] + w[i]) + w[i]) << "element " << i;
+}
+
+/// Runs kiln_test_record_chunk over `range` with `grain` on `threads`
+/// threads and checks the chunks: they tile [0, range) and each holds at
+/// least `grain` iterations (or all of them, when range < grain).
+void checkChunking(int64_t range, int64_t grain, int32_t threads,
+                   size_t expectedChunksAtLeast) {
+  SCOPED_TRACE("range " + std::to_string(range) + " grain " +
+               std::to_string(grain) + " threads " + std::to_string(threads));
+  PlanWriter writer;
+  uint32_t begins = writer.buffer("begins", Kind::Output, DType::I64, {range});
+  uint32_t ends = writer.buffer("ends", Kind::Output, DType::I64, {range});
+  writer.kernel("kiln_test_record_chunk", {begins, ends}, range, grain);
+  writer.entry("predict", {}, {begins, ends});
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(writer.finish(), threads), KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  std::vector<int64_t> b = readBuffer<int64_t>(loaded.session, "begins", range);
+  std::vector<int64_t> e = readBuffer<int64_t>(loaded.session, "ends", range);
+  size_t chunks = 0;
+  for (int64_t i = 0; i < range; i = e[i]) {
+    ASSERT_EQ(b[i], i) << "chunks must tile the range";
+    ASSERT_GT(e[i], i);
+    ASSERT_LE(e[i], range);
+    if (range >= grain) {
+      EXPECT_GE(e[i] - b[i], grain);
+    }
+    for (int64_t j = i; j < e[i]; ++j)
+      ASSERT_TRUE(b[j] == i && e[j] == e[i]) << "iteration " << j;
+    ++chunks;
+  }
+  EXPECT_GE(chunks, expectedChunksAtLeast);
+}
+
+TEST(RuntimeExecutor, ChunksTileTheRangeAndRespectGrain) {
+  checkChunking(1000, 64, 4, 4);
+  checkChunking(1000, 1, 3, 3);
+  checkChunking(100, 200, 4, 1); // Smaller than one grain: one call.
+  checkChunking(129, 64, 8, 2);  // Two chunks of >= 64, not three.
+  checkChunking(7, 0, 2, 2);     // Grain 0 counts as 1.
+  checkChunking(500, 10, 1, 1);  // One thread: one call.
+}
+
+/// softmax(x) + x through two kernels, with `threads` threads.
+std::vector<uint8_t> runSoftmaxPlan(int32_t threads,
+                                    const std::vector<float> &x, int64_t rows,
+                                    int64_t cols) {
+  PlanWriter writer;
+  int64_t colsValue = cols;
+  std::vector<uint8_t> colsBytes(8);
+  std::memcpy(colsBytes.data(), &colsValue, 8);
+  uint32_t input = writer.buffer("x", Kind::Input, DType::F32, {rows, cols});
+  uint32_t width =
+      writer.buffer("cols", Kind::Constant, DType::I64, {1}, 0, &colsBytes);
+  uint32_t soft = writer.buffer("s", Kind::Transient, DType::F32, {rows, cols});
+  uint32_t out = writer.buffer("y", Kind::Output, DType::F32, {rows, cols});
+  writer.kernel("kiln_test_row_softmax", {input, width, soft}, rows, 3);
+  writer.kernel("kiln_test_add", {soft, input, out}, rows * cols, 100);
+  writer.entry("predict", {input}, {out});
+  Loaded loaded;
+  EXPECT_EQ(loaded.open(writer.finish(), threads), KILN_OK)
+      << kiln_last_error();
+  int32_t actual = 0;
+  EXPECT_EQ(kiln_session_num_threads(loaded.session, &actual), KILN_OK);
+  EXPECT_EQ(actual, threads);
+  int64_t shape[] = {rows, cols};
+  EXPECT_EQ(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_F32,
+                                    shape, 2),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  std::vector<uint8_t> bytes(rows * cols * 4);
+  EXPECT_EQ(kiln_session_read_output(loaded.session, "y", KILN_F32,
+                                     bytes.data(), bytes.size()),
+            KILN_OK);
+  return bytes;
+}
+
+TEST(RuntimeExecutor, ResultsDoNotDependOnThreadCount) {
+  const int64_t rows = 257, cols = 33;
+  std::vector<float> x = randomFloats(rows * cols, 3, -8, 8);
+  std::vector<uint8_t> one = runSoftmaxPlan(1, x, rows, cols);
+  for (int32_t threads : {2, 3, 7}) {
+    std::vector<uint8_t> many = runSoftmaxPlan(threads, x, rows, cols);
+    EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size()), 0)
+        << threads << " threads";
+  }
+  // And the values are a softmax (plus x): rows of the softmax sum to 1.
+  std::vector<float> y(rows * cols);
+  std::memcpy(y.data(), one.data(), one.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      sum += y[r * cols + c] - x[r * cols + c];
+    EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << r;
+  }
+}
+
+/// One GEMM case: shapes, transposes, batch strides (0 broadcasts), padded
+/// leading dimensions, alpha and beta.
+struct GemmCase {
+  int64_t m, n, k, batch;
+  bool ta, tb;
+  bool broadcastB;
+  int64_t pad;
+  double alpha, beta;
+};
+
+template <typename T> void checkGemm(const GemmCase &c, DType dtype) {
+  SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+               " k=" + std::to_string(c.k) +
+               " batch=" + std::to_string(c.batch) +
+               " ta=" + std::to_string(c.ta) + " tb=" + std::to_string(c.tb) +
+               " broadcastB=" + std::to_string(c.broadcastB));
+  int64_t aRows = c.ta ? c.k : c.m, aCols = c.ta ? c.m : c.k;
+  int64_t bRows = c.tb ? c.n : c.k, bCols = c.tb ? c.k : c.n;
+  int64_t lda = aCols + c.pad, ldb = bCols + c.pad, ldc = c.n + c.pad;
+  int64_t strideA = aRows * lda, strideB = c.broadcastB ? 0 : bRows * ldb;
+  int64_t strideC = c.m * ldc;
+  int64_t aSize = c.batch * strideA,
+          bSize = c.broadcastB ? bRows * ldb : c.batch * strideB;
+  int64_t cSize = c.batch * strideC;
+
+  PlanWriter writer;
+  uint32_t a = writer.buffer("a", Kind::Input, dtype, {aSize});
+  uint32_t b = writer.buffer("b", Kind::Input, dtype, {bSize});
+  uint32_t out = writer.buffer("c", Kind::Output, dtype, {cSize});
+  writer.gemm(plan::CreateGemmCall(writer.fbb, a, b, out, c.m, c.n, c.k,
+                                   c.batch, c.ta, c.tb, lda, ldb, ldc, strideA,
+                                   strideB, strideC, c.alpha, c.beta, dtype));
+  writer.entry("predict", {a, b}, {out});
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(writer.finish()), KILN_OK) << kiln_last_error();
+
+  std::vector<float> af = randomFloats(aSize, 5), bf = randomFloats(bSize, 6),
+                     cf = randomFloats(cSize, 7);
+  std::vector<T> av(af.begin(), af.end()), bv(bf.begin(), bf.end()),
+      cv(cf.begin(), cf.end());
+  kiln_dtype kdtype = static_cast<kiln_dtype>(dtype);
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "a", av.data(), kdtype,
+                                    &aSize, 1),
+            KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "b", bv.data(), kdtype,
+                                    &bSize, 1),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_set_buffer(loaded.session, "c", cv.data(),
+                                    cSize * sizeof(T)),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  std::vector<T> result = readBuffer<T>(loaded.session, "c", cSize);
+
+  double tolerance = sizeof(T) == 4 ? 1e-5 : 1e-13;
+  for (int64_t p = 0; p < c.batch; ++p)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t l = 0; l < c.k; ++l) {
+          double x = av[p * strideA + (c.ta ? l * lda + i : i * lda + l)];
+          double y = bv[p * strideB + (c.tb ? j * ldb + l : l * ldb + j)];
+          sum += x * y;
+          magnitude += std::fabs(x * y);
+        }
+        int64_t at = p * strideC + i * ldc + j;
+        double expected = c.alpha * sum + c.beta * cv[at];
+        double scale =
+            std::fabs(c.alpha) * magnitude + std::fabs(c.beta * cv[at]) + 1;
+        ASSERT_NEAR(result[at], expected, tolerance * scale)
+            << "batch " << p << " C[" << i << ", " << j << "]";
+      }
+  // The padding between rows is never written.
+  for (int64_t p = 0; p < c.batch; ++p)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = c.n; j < ldc; ++j) {
+        int64_t at = p * strideC + i * ldc + j;
+        ASSERT_EQ(result[at], cv[at]) << "padding written";
+      }
+}
+
+TEST(RuntimeExecutor, GemmMatchesNaiveLoop) {
+  const GemmCase cases[] = {
+      {5, 7, 3, 1, false, false, false, 0, 1.0, 0.0},
+      {5, 7, 3, 1, true, false, false, 0, 1.0, 0.0},
+      {5, 7, 3, 1, false, true, false, 0, 1.0, 0.0},
+      {6, 4, 9, 1, true, true, false, 2, 1.0, 0.0},
+      {4, 5, 6, 3, false, false, false, 0, 1.0, 0.0},
+      {4, 5, 6, 3, true, true, false, 1, 1.0, 0.0},
+      {3, 8, 5, 4, false, false, true, 0, 1.0, 0.0}, // B broadcast.
+      {3, 8, 5, 4, false, true, true, 3, 1.0, 0.0},
+      {17, 13, 11, 2, false, false, false, 0, 0.5, 1.0}, // Accumulate.
+  };
+  for (const GemmCase &c : cases) {
+    checkGemm<float>(c, DType::F32);
+    checkGemm<double>(c, DType::F64);
+  }
+}
+
+TEST(RuntimeExecutor, CopyAndZero) {
+  PlanWriter writer;
+  uint32_t x = writer.buffer("x", Kind::Input, DType::F32, {8});
+  uint32_t acc = writer.buffer("acc", Kind::Gradient, DType::F32, {8});
+  uint32_t y = writer.buffer("y", Kind::Output, DType::F32, {8});
+  writer.copy(x, y, 16); // The first four elements only.
+  writer.entry("copy", {x}, {y});
+  writer.zero(acc);
+  writer.entry("zero", {}, {});
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(writer.finish()), KILN_OK) << kiln_last_error();
+  std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};
+  int64_t shape[] = {8};
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "x", values.data(),
+                                    KILN_F32, shape, 1),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_set_buffer(loaded.session, "acc", values.data(), 32),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "copy"), KILN_OK);
+  EXPECT_EQ(readBuffer<float>(loaded.session, "y", 8),
+            (std::vector<float>{1, 2, 3, 4, 0, 0, 0, 0}));
+  ASSERT_EQ(kiln_session_run(loaded.session, "zero"), KILN_OK);
+  EXPECT_EQ(readBuffer<float>(loaded.session, "acc", 8),
+            std::vector<float>(8, 0.0f));
+}
+
+/// A plan computing log(x) at model.kiln:7:3, then x + log(x) at 8:3.
+std::string logPlan() {
+  PlanWriter writer;
+  uint32_t x = writer.buffer("x", Kind::Input, DType::F32, {6});
+  uint32_t logs = writer.buffer("logs", Kind::Transient, DType::F32, {6});
+  uint32_t y = writer.buffer("y", Kind::Output, DType::F32, {6});
+  writer.kernel("kiln_test_log", {x, logs}, 6, 2, "graph.log", 7);
+  writer.kernel("kiln_test_add", {x, logs, y}, 6, 2, "graph.add", 8);
+  writer.entry("predict", {x}, {y});
+  return writer.finish();
+}
+
+TEST(RuntimeExecutor, CheckNumericsNamesTheOpAndItsLocation) {
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(logPlan()), KILN_OK) << kiln_last_error();
+  std::vector<float> x = {1, 2, 3, -4, 5, 6};
+  int64_t shape[] = {6};
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_F32,
+                                    shape, 1),
+            KILN_OK);
+  // Without the check, the NaN flows through silently.
+  ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK);
+  ASSERT_TRUE(std::isnan(readBuffer<float>(loaded.session, "y", 6)[3]));
+
+  ASSERT_EQ(kiln_session_set_check_numerics(loaded.session, 1), KILN_OK);
+  EXPECT_EQ(kiln_session_run(loaded.session, "predict"), KILN_ERROR_NUMERICS);
+  std::string message = kiln_last_error();
+  EXPECT_NE(message.find("kiln_session_run"), std::string::npos) << message;
+  EXPECT_NE(message.find("NaN at model.kiln:7:3"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("'graph.log'"), std::string::npos) << message;
+  EXPECT_NE(message.find("kiln_test_log"), std::string::npos) << message;
+  EXPECT_NE(message.find("buffer 'logs'"), std::string::npos) << message;
+  EXPECT_NE(message.find("element 3"), std::string::npos) << message;
+  EXPECT_EQ(message, kiln_session_last_error(loaded.session));
+
+  // log(0) = -inf is reported as an infinity.
+  x[3] = 0;
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_F32,
+                                    shape, 1),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(loaded.session, "predict"), KILN_ERROR_NUMERICS);
+  EXPECT_NE(std::string(kiln_last_error()).find("infinity at model.kiln:7:3"),
+            std::string::npos)
+      << kiln_last_error();
+
+  // Finite data passes.
+  x[3] = 4;
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_F32,
+                                    shape, 1),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+}
+
+TEST(RuntimeExecutor, ProfileCountsCallsPerOpWithLocations) {
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(logPlan()), KILN_OK) << kiln_last_error();
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  int64_t shape[] = {6};
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "x", x.data(), KILN_F32,
+                                    shape, 1),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK);
+  ASSERT_EQ(kiln_session_set_profiling(loaded.session, 1), KILN_OK);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK);
+  size_t count = 0;
+  ASSERT_EQ(kiln_session_profile_count(loaded.session, &count), KILN_OK);
+  ASSERT_EQ(count, 2u);
+  kiln_op_profile profile;
+  ASSERT_EQ(kiln_session_profile_op(loaded.session, 1, &profile), KILN_OK);
+  EXPECT_STREQ(profile.entry, "predict");
+  EXPECT_EQ(profile.index, 1);
+  EXPECT_STREQ(profile.call, "kernel");
+  EXPECT_STREQ(profile.name, "graph.add");
+  EXPECT_STREQ(profile.file, "model.kiln");
+  EXPECT_EQ(profile.line, 8u);
+  EXPECT_EQ(profile.column, 3u);
+  EXPECT_EQ(profile.calls, 3u); // The run before enabling is not counted.
+  EXPECT_GE(profile.total_ms, 0.0);
+  EXPECT_EQ(kiln_session_profile_op(loaded.session, 2, &profile),
+            KILN_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeExecutor, PrintPlanShowsBuffersOpsAndLocations) {
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(logPlan()), KILN_OK) << kiln_last_error();
+  char *text = nullptr;
+  ASSERT_EQ(kiln_artifact_print_plan(loaded.artifact, &text), KILN_OK);
+  std::string printed = text;
+  kiln_string_free(text);
+  for (const char *expected :
+       {"plan of model 'test_model' for cpu (schema 1, written by kiln test)",
+        "kernels: kernels.so", "arena: 64 bytes", "buffers (3):",
+        "%1   transient       f32[6]            24 B        logs @ arena+0",
+        "entry predict (inputs: %0 x; outputs: %2 y), 2 ops:",
+        "kernel kiln_test_log(%0 x, %1 logs) range 6 grain 2",
+        "graph.log  model.kiln:7:3", "graph.add  model.kiln:8:3"})
+    EXPECT_NE(printed.find(expected), std::string::npos)
+        << "missing: " << expected << "\n"
+        << printed;
+}
+
+TEST(RuntimeExecutor, SharedLibraryExportsOnlyTheCApi) {
+  void *library = ::dlopen(KILN_RUNTIME_SO, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << ::dlerror();
+  EXPECT_NE(::dlsym(library, "kiln_artifact_open"), nullptr);
+  EXPECT_NE(::dlsym(library, "kiln_session_run"), nullptr);
+  EXPECT_NE(::dlsym(library, "kiln_last_error"), nullptr);
+  // kiln::runtime::ThreadPool::defaultSize() stays internal.
+  EXPECT_EQ(::dlsym(library, "_ZN4kiln7runtime10ThreadPool11defaultSizeEv"),
+            nullptr);
+  ::dlclose(library);
+}
+
+} // namespace
