@@ -29,7 +29,8 @@ def Graph_Dialect : Dialect {
       `graph.init = {kind = "normal", std = 0.02 : f64}`, or
       `graph.input = "tokens"`;
     - on a result, `graph.output = "logits"`; the loss is the result that also
-      carries `graph.loss`;
+      carries `graph.loss`; a gradient that `--graph-autodiff` returns
+      carries `graph.grad = "<parameter name>"`;
     - on the module, `graph.model = "gpt"`, `graph.dims = {B = 32 : i64, ...}`,
       `graph.batch_dim = "B"` and `graph.train = {...}` (the train block).
   }];
@@ -43,6 +44,9 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttr = "graph.input";
     static constexpr ::llvm::StringLiteral kOutputAttr = "graph.output";
     static constexpr ::llvm::StringLiteral kLossAttr = "graph.loss";
+    /// On a result of `@grad_step`: the name of the parameter whose gradient
+    /// it is.
+    static constexpr ::llvm::StringLiteral kGradAttr = "graph.grad";
     static constexpr ::llvm::StringLiteral kModelAttr = "graph.model";
     static constexpr ::llvm::StringLiteral kDimsAttr = "graph.dims";
     static constexpr ::llvm::StringLiteral kBatchDimAttr = "graph.batch_dim";

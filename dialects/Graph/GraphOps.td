@@ -21,7 +21,8 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 
 def Graph_ConstantOp : Graph_Op<"constant", [Pure, ConstantLike,
     AllTypesMatch<["value", "result"]>,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "A tensor constant.";
   let description = [{
     ```mlir
@@ -41,7 +42,8 @@ def Graph_ConstantOp : Graph_Op<"constant", [Pure, ConstantLike,
 
 class Graph_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-          DeclareOpInterfaceMethods<Graph_CostOpInterface>])> {
+          DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+          DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>])> {
   let summary = doc;
   let description = "```mlir\n%y = graph." # mnemonic #
       " %x : tensor<4x8xf32>\n```";
@@ -62,7 +64,8 @@ def Graph_GeluOp : Graph_UnaryOp<"gelu",
 
 class Graph_BinaryOp<string mnemonic, string doc, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-          DeclareOpInterfaceMethods<Graph_CostOpInterface>])> {
+          DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+          DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>])> {
   let summary = doc;
   let description = "Operands have one type; the front end inserts "
       "`graph.broadcast` for NumPy broadcasting.\n```mlir\n%z = graph." #
@@ -83,7 +86,8 @@ def Graph_PowOp : Graph_BinaryOp<"pow", "Elementwise power lhs^rhs.">;
 //===----------------------------------------------------------------------===//
 
 def Graph_MatmulOp : Graph_Op<"matmul", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Batched matrix product, with optional transposes.";
   let description = [{
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`), `rhs` is
@@ -108,7 +112,8 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "NumPy broadcasting to a larger shape.";
   let description = [{
     Dims align from the right; each input dim equals the result dim or is 1.
@@ -124,7 +129,8 @@ def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
 }
 
 def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Sum, max or mean over a set of axes.";
   let description = [{
     `axes` are distinct, sorted and non-negative; with `keepdims` the reduced
@@ -144,7 +150,8 @@ def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
 }
 
 def Graph_ReshapeOp : Graph_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Reinterprets a tensor with a new shape of equal size.";
   let description = [{
     ```mlir
@@ -159,7 +166,8 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure,
 }
 
 def Graph_TransposeOp : Graph_Op<"transpose", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Permutes the dims: result dim i is input dim perm[i].";
   let description = [{
     ```mlir
@@ -174,7 +182,8 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure,
 }
 
 def Graph_SliceOp : Graph_Op<"slice", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "A contiguous box of a tensor, at `offsets`, of the result's shape.";
   let description = [{
     ```mlir
@@ -189,7 +198,8 @@ def Graph_SliceOp : Graph_Op<"slice", [Pure,
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Joins tensors along one axis.";
   let description = [{
     `axis` is non-negative; the inputs agree in every other dim.
@@ -204,7 +214,8 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure,
 }
 
 def Graph_SplitOp : Graph_Op<"split", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Cuts a tensor along one axis into pieces of the results' sizes.";
   let description = [{
     `axis` is non-negative; every piece has a positive size along it.
@@ -225,7 +236,8 @@ def Graph_SplitOp : Graph_Op<"split", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Gathers rows of a `[V, D]` table: result is `ids.shape + [D]`.";
   let description = [{
     Ids outside `[0, V)` are a runtime error.
@@ -243,7 +255,8 @@ def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure,
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Layer normalization over the last dim, with gain and bias.";
   let description = [{
     `y = (x - mean) * rsqrt(var + eps) * gamma + beta`, with the biased
@@ -270,7 +283,8 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure,
 
 def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure,
     AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Softmax along one axis (non-negative).";
   let description = [{
     ```mlir
@@ -289,7 +303,8 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure,
 }
 
 def Graph_AttentionOp : Graph_Op<"attention", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Scaled dot-product attention, optionally causal.";
   let description = [{
     `softmax(q k^T * scale [+ causal mask]) v` over the last two dims:
@@ -316,7 +331,8 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure,
 }
 
 def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Mean softmax cross-entropy of logits against integer targets.";
   let description = [{
     `logits` is `[..., C]`, `targets` is `[...]` with values in `[0, C)`; the
@@ -338,7 +354,8 @@ def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
 
 def Graph_DropoutOp : Graph_Op<"dropout", [Pure,
     AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Inverted dropout with a counter-based (Philox) mask.";
   let description = [{
     Keeps each element with probability `1 - rate`, scaled by `1/(1 - rate)`.
@@ -357,7 +374,8 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure,
 }
 
 def Graph_CastOp : Graph_Op<"cast", [Pure,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Converts the element type; the shape is unchanged.";
   let description = [{
     Float to float rounds to nearest even; float to integer truncates toward
@@ -373,6 +391,7 @@ def Graph_CastOp : Graph_Op<"cast", [Pure,
   let hasFolder = 1;
 }
 
+include "GraphGradOps.td"
 include "GraphOptimizerOps.td"
 
 #endif // KILN_GRAPH_OPS_TD

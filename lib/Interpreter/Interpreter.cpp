@@ -202,6 +202,22 @@ llvm::Error Evaluation::evaluate(Operation *op) {
       .Case([&](graph::CastOp c) {
         return bindResult(op, evaluateCast(c, in(0)));
       })
+      .Case<graph::PadOp, graph::ReluGradOp, graph::GeluGradOp,
+            graph::SoftmaxGradOp, graph::LayerNormGradOp,
+            graph::ReduceMaxGradOp, graph::AttentionGradOp,
+            graph::CrossEntropyGradOp, graph::EmbeddingGradOp>(
+          [&](auto) -> llvm::Error {
+            llvm::SmallVector<const Tensor *> operands;
+            for (Value operand : op->getOperands())
+              operands.push_back(&lookup(operand));
+            auto results = evaluateGradOp(op, operands);
+            if (!results)
+              return results.takeError();
+            for (auto [value, tensor] :
+                 llvm::zip_equal(op->getResults(), *results))
+              bind(value, std::move(tensor));
+            return llvm::Error::success();
+          })
       .Case<graph::LrScheduleOp, graph::GlobalNormOp, graph::ClipScaleOp,
             graph::SgdUpdateOp, graph::MomentumUpdateOp,
             graph::AdamWUpdateOp>([&](auto) -> llvm::Error {

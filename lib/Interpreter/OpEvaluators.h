@@ -77,6 +77,11 @@ llvm::Expected<Tensor> evaluateCrossEntropy(graph::CrossEntropyOp op,
 llvm::Expected<Tensor> evaluateDropout(graph::DropoutOp op, const Tensor &input,
                                        const RunOptions &options);
 
+// GradOps.cpp
+/// `graph.pad` and the gradient ops (GraphGradOps.td): all their results.
+llvm::Expected<llvm::SmallVector<Tensor>>
+evaluateGradOp(mlir::Operation *op, llvm::ArrayRef<const Tensor *> operands);
+
 /// lr_schedule, global_norm, clip_scale and the sgd/momentum/adamw updates.
 llvm::Expected<llvm::SmallVector<Tensor>>
 evaluateOptimizerOp(mlir::Operation *op,

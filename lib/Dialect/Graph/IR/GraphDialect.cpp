@@ -82,7 +82,7 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kOutputAttr) {
+  if (name == kOutputAttr || name == kGradAttr) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' of result " << resultIndex
                              << " must be a string";
