@@ -47,6 +47,12 @@ def Graph_Dialect : Dialect {
     /// On a result of `@grad_step`: the name of the parameter whose gradient
     /// it is.
     static constexpr ::llvm::StringLiteral kGradAttr = "graph.grad";
+    /// On an argument of a training entry: optimizer state or a gradient
+    /// accumulator (`wte.adam_m`, `optimizer.step`), zero-initialized.
+    static constexpr ::llvm::StringLiteral kStateAttr = "graph.state";
+    /// On a result of a training entry: the new value of the parameter or
+    /// state of that name.
+    static constexpr ::llvm::StringLiteral kUpdateAttr = "graph.update";
     static constexpr ::llvm::StringLiteral kModelAttr = "graph.model";
     static constexpr ::llvm::StringLiteral kDimsAttr = "graph.dims";
     static constexpr ::llvm::StringLiteral kBatchDimAttr = "graph.batch_dim";

@@ -131,3 +131,17 @@ module attributes {graph.train = "adamw"} {}
 
 // expected-error @+1 {{unknown graph attribute 'graph.name'}}
 module attributes {graph.name = "gpt"} {}
+
+// -----
+
+// expected-error @+1 {{'graph.state' of argument 0 must be a string}}
+func.func @state_not_string(%m: tensor<4xf32> {graph.state = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'graph.update' of result 0 must be a string}}
+func.func @update_not_string(%w: tensor<4xf32>) -> (tensor<4xf32> {graph.update = 2 : i64}) {
+  return %w : tensor<4xf32>
+}

@@ -41,3 +41,14 @@ module attributes {graph.model = "mlp", graph.dims = {B = 32 : i64, D = 64 : i64
     return %ss, %logits : tensor<f32>, tensor<32x10xf32>
   }
 }
+
+// A training entry: optimizer state arguments and the updates that replace
+// parameters and state.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %{{[^:]*}}: tensor<4xf32> {graph.init = {kind = "zeros"}, graph.state = "w.adam_m"}
+// CHECK-SAME: -> (tensor<4xf32> {graph.update = "w"}, tensor<4xf32> {graph.update = "w.adam_m"})
+func.func @train_step(%w: tensor<4xf32> {graph.param = "w", graph.init = {kind = "ones"}},
+                      %m: tensor<4xf32> {graph.state = "w.adam_m", graph.init = {kind = "zeros"}})
+    -> (tensor<4xf32> {graph.update = "w"}, tensor<4xf32> {graph.update = "w.adam_m"}) {
+  return %w, %m : tensor<4xf32>, tensor<4xf32>
+}

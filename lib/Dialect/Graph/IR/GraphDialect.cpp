@@ -60,7 +60,7 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kParamAttr || name == kInputAttr) {
+  if (name == kParamAttr || name == kInputAttr || name == kStateAttr) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' of argument " << argIndex
                              << " must be a string";
@@ -82,7 +82,7 @@ LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kOutputAttr || name == kGradAttr) {
+  if (name == kOutputAttr || name == kGradAttr || name == kUpdateAttr) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' of result " << resultIndex
                              << " must be a string";
