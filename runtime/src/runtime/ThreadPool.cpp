@@ -2,11 +2,12 @@
 //
 // Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
 //
-// A step is a long sequence of short kernels, so waking the workers must be
-// cheap: after a job, a worker spins briefly on the job generation before it
-// sleeps on the condition variable; the caller, having drained its share,
-// waits for the workers by spinning with yields (they are finishing their
-// last index).
+// A step is a long sequence of short kernels, so a job must be cheap: after
+// a job, a worker spins briefly on the job generation before it sleeps on
+// the condition variable; a worker joins a job only while it is open, and
+// the caller, having claimed the last index, closes it and waits only for
+// the workers that joined (by spinning with yields: they are finishing their
+// last index). A worker that wakes late never delays the caller.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,12 +63,17 @@ void ThreadPool::run(int64_t count, Trampoline trampoline, void *context) {
     context_ = context;
     count_ = count;
     next_.store(0);
-    busyWorkers_.store(static_cast<int>(workers_.size()));
+    open_ = true;
     generation_.fetch_add(1);
   }
   wake_.notify_all();
   drain();
-  while (busyWorkers_.load(std::memory_order_acquire) != 0)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = false;
+  }
+  // The workers that joined are running their last indices.
+  while (activeWorkers_.load(std::memory_order_acquire) != 0)
     std::this_thread::yield();
 }
 
@@ -95,8 +101,12 @@ void ThreadPool::workerLoop() {
       seen = generation_.load();
       if (stopping_)
         return;
+      // A job closed already (the caller did all of it) needs no help.
+      if (!open_)
+        continue;
+      activeWorkers_.fetch_add(1, std::memory_order_relaxed);
     }
     drain();
-    busyWorkers_.fetch_sub(1, std::memory_order_release);
+    activeWorkers_.fetch_sub(1, std::memory_order_release);
   }
 }

@@ -71,13 +71,16 @@ private:
   std::atomic<uint64_t> generation_{0};
   bool stopping_ = false;
 
-  // The current job.
+  // The current job. Workers join it under mutex_ while it is open; the
+  // caller closes it once it has claimed its last index and then waits only
+  // for the workers that joined, never for one that is still asleep.
   Trampoline trampoline_ = nullptr;
   void *context_ = nullptr;
   int64_t count_ = 0;
+  bool open_ = false;
   std::atomic<int64_t> next_{0};
-  /// Workers that have not yet finished the current job.
-  std::atomic<int> busyWorkers_{0};
+  /// Workers that joined the current job and have not finished it.
+  std::atomic<int> activeWorkers_{0};
 };
 
 } // namespace runtime
