@@ -6,6 +6,7 @@
 
 #include "kiln/InitKiln.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
+#include "kiln/Dialect/Graph/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -14,4 +15,4 @@ void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
   registry.insert<kiln::graph::GraphDialect, mlir::func::FuncDialect>();
 }
 
-void kiln::registerKilnPasses() {}
+void kiln::registerKilnPasses() { kiln::graph::registerGraphPasses(); }
