@@ -12,6 +12,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <random>
+#include <thread>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -159,6 +160,30 @@ TEST(RuntimeExecutor, ResultsDoNotDependOnThreadCount) {
       sum += y[r * cols + c] - x[r * cols + c];
     EXPECT_NEAR(sum, 1.0, 1e-4) << "row " << r;
   }
+}
+
+TEST(RuntimeExecutor, ThreadCountComesFromTheEnvironment) {
+  PlanWriter writer;
+  writer.buffer("x", Kind::Input, DType::F32, {1});
+  std::string plan = writer.finish();
+  const char *previous = std::getenv("KILN_NUM_THREADS");
+  std::string saved = previous ? previous : "";
+  for (const char *value : {"3", "1", "junk"}) {
+    ::setenv("KILN_NUM_THREADS", value, 1);
+    Loaded loaded;
+    ASSERT_EQ(loaded.open(plan, 0), KILN_OK) << kiln_last_error();
+    int32_t threads = 0;
+    ASSERT_EQ(kiln_session_num_threads(loaded.session, &threads), KILN_OK);
+    if (std::string(value) == "junk") // Ignored: the hardware's count.
+      EXPECT_EQ(threads, static_cast<int32_t>(std::max(
+                             1u, std::thread::hardware_concurrency())));
+    else
+      EXPECT_EQ(threads, std::atoi(value));
+  }
+  if (previous)
+    ::setenv("KILN_NUM_THREADS", saved.c_str(), 1);
+  else
+    ::unsetenv("KILN_NUM_THREADS");
 }
 
 /// One GEMM case: shapes, transposes, batch strides (0 broadcasts), padded
