@@ -521,6 +521,31 @@ INSTANTIATE_TEST_SUITE_P(
     caseName);
 
 //===----------------------------------------------------------------------===//
+// The tie rule of reduce max, which finite differences cannot check
+//===----------------------------------------------------------------------===//
+
+TEST_F(GradientCheck, ReduceMaxGradRoutesTiesToTheFirstMaximum) {
+  // Rows [3, 1, 3] and [2, 2, 0] reduced over axis 1: each row's dy goes to
+  // its first maximal element only, so the gradient still sums to sum(dy).
+  const char *source = R"(
+    func.func @forward(%dy: tensor<2xf64>, %x: tensor<2x3xf64>) -> tensor<2x3xf64> {
+      %0 = graph.reduce_max_grad %dy, %x {axes = array<i64: 1>} : tensor<2xf64>, tensor<2x3xf64>
+      return %0 : tensor<2x3xf64>
+    })";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+  ASSERT_TRUE(module);
+  auto forward = module->lookupSymbol<func::FuncOp>("forward");
+  Tensor dy = Tensor::fromDoubles(ElementType::F64, {2}, {5, 7});
+  Tensor x = Tensor::fromDoubles(ElementType::F64, {2, 3}, {3, 1, 3, 2, 2, 0});
+  auto results = runFunction(forward, {dy, x});
+  ASSERT_TRUE(static_cast<bool>(results))
+      << llvm::toString(results.takeError());
+  std::vector<double> expected = {5, 0, 0, 7, 0, 0};
+  for (int64_t e = 0; e < 6; ++e)
+    EXPECT_EQ((*results)[0].getDouble(e), expected[e]) << "element " << e;
+}
+
+//===----------------------------------------------------------------------===//
 // Whole models
 //===----------------------------------------------------------------------===//
 
