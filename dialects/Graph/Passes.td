@@ -29,4 +29,31 @@ def GraphAutodiff : Pass<"graph-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def GraphTrainStep : Pass<"graph-train-step", "::mlir::ModuleOp"> {
+  let summary = "Builds the training entry points from @forward and the "
+                "train block.";
+  let description = [{
+    Adds `func.func @train_step`: the forward, its backward (the same
+    construction as `--graph-autodiff`), and the optimizer update of the
+    train block (`graph.train`): the step counter, the learning-rate
+    schedule, global-norm clipping and the sgd/momentum/adamw update of each
+    parameter, weight decay on parameters of rank >= 2 unless `decay_all`.
+    Its arguments are the forward's, then the optimizer state
+    (`graph.state = "wte.adam_m"`, zero-initialized, and `optimizer.step`);
+    its results the forward's, then `lr` (and `grad_norm` when clipping),
+    then the new value of each parameter and state (`graph.update`).
+
+    With `accumulate = N` (train block or option), it adds instead
+    `@accumulate_step` (forward and backward of a micro-batch, gradients added
+    into `<param>.grad_acc` accumulators) and `@apply_step` (the update with
+    the accumulators' mean, which it then resets).
+  }];
+  let options = [
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"0",
+           "Micro-batches per step; 0 keeps the train block's setting">,
+  ];
+  let dependentDialects = ["::kiln::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // KILN_GRAPH_PASSES_TD

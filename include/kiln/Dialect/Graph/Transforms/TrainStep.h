@@ -1,0 +1,64 @@
+//===- TrainStep.h - Training entry points from a forward -------*- C++ -*-===//
+//
+// Part of Kiln. Builds the functions a training run calls: `@train_step`
+// (forward, backward and optimizer update in one), or, when the train block
+// accumulates gradients over micro-batches, `@accumulate_step` and
+// `@apply_step`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_GRAPH_TRANSFORMS_TRAINSTEP_H
+#define KILN_DIALECT_GRAPH_TRANSFORMS_TRAINSTEP_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace kiln::graph {
+
+/// The train block's settings (`graph.train`), with every default filled in.
+struct TrainSettings {
+  /// sgd, momentum or adamw.
+  std::string optimizer = "adamw";
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  /// Decay every parameter, not only matrices and embeddings (rank >= 2).
+  bool decayAll = false;
+  /// Global-norm clipping threshold; 0 turns clipping off.
+  double clip = 0.0;
+  /// constant, linear or cosine.
+  std::string schedule = "constant";
+  int64_t warmup = 0;
+  /// The fraction of `lr` the schedule ends at.
+  double finalFraction = 0.0;
+  /// Optimizer steps of a run: the length of the schedule.
+  int64_t steps = 1000;
+  /// Micro-batches per optimizer step.
+  int64_t accumulate = 1;
+
+  /// Reads `graph.train` from `module` (defaults where absent).
+  static mlir::FailureOr<TrainSettings> fromModule(mlir::ModuleOp module);
+  /// Whether a parameter of `rank` gets weight decay.
+  bool decays(int64_t rank) const { return decayAll || rank >= 2; }
+};
+
+/// Adds the training entry points for `@forward` to `module`:
+/// - accumulate == 1: `@train_step(params, inputs, state) -> (loss, outputs,
+///   lr, [grad_norm], new params, new state)`;
+/// - accumulate > 1: `@accumulate_step(params, inputs, accumulators) ->
+///   (loss, outputs, new accumulators)` and `@apply_step(params, state,
+///   accumulators) -> (lr, [grad_norm], new params, new state, zeroed
+///   accumulators)`, the gradient being the accumulators' mean.
+/// State arguments carry `graph.state = "<name>"` (zero-initialized:
+/// `<param>.adam_m`, `<param>.adam_v`, `<param>.momentum`,
+/// `<param>.grad_acc`, `optimizer.step`); each new value carries
+/// `graph.update = "<name>"`.
+mlir::LogicalResult buildTrainFunctions(mlir::ModuleOp module,
+                                        const TrainSettings &settings);
+
+} // namespace kiln::graph
+
+#endif // KILN_DIALECT_GRAPH_TRANSFORMS_TRAINSTEP_H

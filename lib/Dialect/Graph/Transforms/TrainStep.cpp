@@ -1,0 +1,384 @@
+//===- TrainStep.cpp - Training entry points from a forward ----------------===//
+//
+// Part of Kiln. The backward comes from buildGradients (Autodiff.h); this file
+// adds what a step does around it: the step counter, the learning-rate
+// schedule, global-norm clipping, the optimizer update of every parameter
+// (the update ops of GraphOptimizerOps.td), and gradient accumulation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/Transforms/Autodiff.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+//===----------------------------------------------------------------------===//
+// Settings
+//===----------------------------------------------------------------------===//
+
+FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
+  TrainSettings settings;
+  auto train =
+      module->getAttrOfType<DictionaryAttr>(GraphDialect::kTrainAttr);
+  if (!train)
+    return settings;
+  auto number = [](DictionaryAttr dict, StringRef key, double &out) {
+    if (auto value = dict.getAs<FloatAttr>(key))
+      out = value.getValueAsDouble();
+  };
+  auto integer = [](DictionaryAttr dict, StringRef key, int64_t &out) {
+    if (auto value = dict.getAs<IntegerAttr>(key))
+      out = value.getInt();
+  };
+  auto flag = [](DictionaryAttr dict, StringRef key, bool &out) {
+    if (auto value = dict.getAs<BoolAttr>(key))
+      out = value.getValue();
+  };
+  if (auto optimizer = train.getAs<DictionaryAttr>("optimizer")) {
+    if (auto name = optimizer.getAs<StringAttr>("name"))
+      settings.optimizer = name.getValue().str();
+    number(optimizer, "lr", settings.lr);
+    number(optimizer, "eps", settings.eps);
+    number(optimizer, "momentum", settings.momentum);
+    number(optimizer, "weight_decay", settings.weightDecay);
+    number(optimizer, "clip", settings.clip);
+    flag(optimizer, "nesterov", settings.nesterov);
+    flag(optimizer, "decay_all", settings.decayAll);
+    if (auto betas = optimizer.getAs<ArrayAttr>("betas")) {
+      if (betas.size() != 2 || !isa<FloatAttr>(betas[0]) ||
+          !isa<FloatAttr>(betas[1]))
+        return module.emitError("graph.train: betas must be two numbers");
+      settings.beta1 = cast<FloatAttr>(betas[0]).getValueAsDouble();
+      settings.beta2 = cast<FloatAttr>(betas[1]).getValueAsDouble();
+    }
+  }
+  if (auto schedule = train.getAs<DictionaryAttr>("schedule")) {
+    if (auto name = schedule.getAs<StringAttr>("name"))
+      settings.schedule = name.getValue().str();
+    integer(schedule, "warmup", settings.warmup);
+    number(schedule, "final", settings.finalFraction);
+  }
+  integer(train, "steps", settings.steps);
+  integer(train, "accumulate", settings.accumulate);
+
+  if (settings.optimizer != "sgd" && settings.optimizer != "momentum" &&
+      settings.optimizer != "adamw")
+    return module.emitError("graph.train: unknown optimizer '")
+           << settings.optimizer << "'";
+  if (settings.accumulate < 1)
+    return module.emitError("graph.train: accumulate must be at least 1");
+  if (settings.schedule != "constant" && settings.steps <= settings.warmup)
+    return module.emitError("graph.train: the ")
+           << settings.schedule << " schedule needs steps (" << settings.steps
+           << ") > warmup (" << settings.warmup << ")";
+  return settings;
+}
+
+//===----------------------------------------------------------------------===//
+// Building blocks
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One parameter of the forward: its argument, name and type.
+struct Parameter {
+  unsigned argumentIndex;
+  std::string name;
+  RankedTensorType type;
+};
+
+/// A function under construction: arguments with their attributes, then a
+/// body, then results with theirs.
+class EntryBuilder {
+public:
+  EntryBuilder(ModuleOp module, StringRef name, Location loc)
+      : builder(module.getContext()), loc(loc) {
+    builder.setInsertionPointToEnd(module.getBody());
+    function = func::FuncOp::create(builder, loc, name,
+                                    builder.getFunctionType({}, {}));
+    builder.setInsertionPointToStart(function.addEntryBlock());
+  }
+
+  Value addArgument(Type type, DictionaryAttr attrs) {
+    argAttrs.push_back(attrs);
+    return function.getBody().front().addArgument(type, loc);
+  }
+  /// A zero-initialized state argument called `name`.
+  Value addState(Type type, StringRef name) {
+    NamedAttribute attrs[] = {
+        builder.getNamedAttr(GraphDialect::kStateAttr,
+                             builder.getStringAttr(name)),
+        builder.getNamedAttr(
+            GraphDialect::kInitAttr,
+            builder.getDictionaryAttr(builder.getNamedAttr(
+                "kind", builder.getStringAttr("zeros"))))};
+    return addArgument(type, builder.getDictionaryAttr(attrs));
+  }
+  void addResult(Value value, ArrayRef<NamedAttribute> attrs) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(attrs));
+  }
+  void addOutput(Value value, StringRef name, bool isLoss = false) {
+    SmallVector<NamedAttribute, 2> attrs = {builder.getNamedAttr(
+        GraphDialect::kOutputAttr, builder.getStringAttr(name))};
+    if (isLoss)
+      attrs.push_back(
+          builder.getNamedAttr(GraphDialect::kLossAttr, builder.getUnitAttr()));
+    addResult(value, attrs);
+  }
+  void addUpdate(Value value, StringRef name) {
+    addResult(value, builder.getNamedAttr(GraphDialect::kUpdateAttr,
+                                          builder.getStringAttr(name)));
+  }
+  /// A splat constant.
+  Value constant(RankedTensorType type, double value) {
+    return ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(
+            type, builder.getFloatAttr(type.getElementType(), value)));
+  }
+
+  /// Adds the return and the signature.
+  func::FuncOp finish() {
+    func::ReturnOp::create(builder, loc, results);
+    SmallVector<Type> argTypes(function.getBody().front().getArgumentTypes());
+    SmallVector<Type> resultTypes;
+    for (Value result : results)
+      resultTypes.push_back(result.getType());
+    function.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+    function.setAllArgAttrs(argAttrs);
+    function.setAllResultAttrs(resultAttrs);
+    return function;
+  }
+
+  OpBuilder builder;
+  Location loc;
+  func::FuncOp function;
+
+private:
+  SmallVector<Attribute> argAttrs, resultAttrs;
+  SmallVector<Value> results;
+};
+} // namespace
+
+static SmallVector<Parameter> collectParameters(func::FuncOp forward) {
+  SmallVector<Parameter> params;
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    if (auto name =
+            forward.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr))
+      params.push_back({i, name.getValue().str(),
+                        cast<RankedTensorType>(forward.getArgument(i).getType())});
+  return params;
+}
+
+/// The type of the step counter, learning rate and clipping scalars: f64 when
+/// every parameter is f64 (so that f64 models stay f64 end to end), else f32.
+static RankedTensorType getScalarType(ArrayRef<Parameter> params,
+                                      MLIRContext *context) {
+  bool allF64 = !params.empty() && llvm::all_of(params, [](const Parameter &p) {
+    return p.type.getElementType().isF64();
+  });
+  Type element = allF64 ? Type(Float64Type::get(context))
+                        : Type(Float32Type::get(context));
+  return RankedTensorType::get({}, element);
+}
+
+/// The state names each optimizer keeps per parameter.
+static SmallVector<std::string, 2> stateSuffixes(const TrainSettings &settings) {
+  if (settings.optimizer == "adamw")
+    return {"adam_m", "adam_v"};
+  if (settings.optimizer == "momentum")
+    return {"momentum"};
+  return {};
+}
+
+/// The update of every parameter from its gradient: the step counter, the
+/// schedule, clipping and the optimizer. Adds the arguments for the state,
+/// and the results: lr, [grad_norm], new params, new state, new step.
+static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
+                        ArrayRef<Parameter> params, ArrayRef<Value> paramValues,
+                        ArrayRef<Value> gradients) {
+  OpBuilder &builder = entry.builder;
+  Location loc = entry.loc;
+  RankedTensorType scalarType =
+      getScalarType(params, builder.getContext());
+
+  // Per-parameter state, then the step counter.
+  SmallVector<SmallVector<Value, 2>> states;
+  for (const Parameter &param : params) {
+    states.emplace_back();
+    for (const std::string &suffix : stateSuffixes(settings))
+      states.back().push_back(
+          entry.addState(param.type, param.name + "." + suffix));
+  }
+  Value step = entry.addState(scalarType, "optimizer.step");
+
+  // t = step + 1 (1-based for bias correction and warmup); its rate.
+  Value t = AddOp::create(builder, loc, step, entry.constant(scalarType, 1.0));
+  Value lr = LrScheduleOp::create(
+      builder, loc, scalarType, t, builder.getStringAttr(settings.schedule),
+      builder.getF64FloatAttr(settings.lr),
+      builder.getI64IntegerAttr(settings.warmup),
+      builder.getI64IntegerAttr(settings.steps),
+      builder.getF64FloatAttr(settings.finalFraction));
+
+  Value scale, norm;
+  if (settings.clip > 0.0) {
+    norm = GlobalNormOp::create(builder, loc, scalarType, gradients);
+    scale = ClipScaleOp::create(builder, loc, scalarType, norm,
+                                builder.getF64FloatAttr(settings.clip));
+  } else {
+    scale = entry.constant(scalarType, 1.0);
+  }
+
+  SmallVector<Value> newParams;
+  SmallVector<SmallVector<Value, 2>> newStates;
+  for (auto [param, value, gradient, state] :
+       llvm::zip_equal(params, paramValues, gradients, states)) {
+    FloatAttr decay = builder.getF64FloatAttr(
+        settings.decays(param.type.getRank()) ? settings.weightDecay : 0.0);
+    newStates.emplace_back();
+    if (settings.optimizer == "adamw") {
+      auto update = AdamWUpdateOp::create(
+          builder, loc, value, gradient, state[0], state[1], lr, t, scale,
+          builder.getF64FloatAttr(settings.beta1),
+          builder.getF64FloatAttr(settings.beta2),
+          builder.getF64FloatAttr(settings.eps), decay);
+      newParams.push_back(update.getNewParam());
+      newStates.back() = {update.getNewM(), update.getNewV()};
+    } else if (settings.optimizer == "momentum") {
+      auto update = MomentumUpdateOp::create(
+          builder, loc, value, gradient, state[0], lr, scale,
+          builder.getF64FloatAttr(settings.momentum), decay,
+          settings.nesterov ? builder.getUnitAttr() : UnitAttr());
+      newParams.push_back(update.getNewParam());
+      newStates.back() = {update.getNewBuffer()};
+    } else {
+      newParams.push_back(
+          SgdUpdateOp::create(builder, loc, value, gradient, lr, scale, decay));
+    }
+  }
+
+  entry.addOutput(lr, "lr");
+  if (norm)
+    entry.addOutput(norm, "grad_norm");
+  for (auto [param, newParam] : llvm::zip_equal(params, newParams))
+    entry.addUpdate(newParam, param.name);
+  SmallVector<std::string, 2> suffixes = stateSuffixes(settings);
+  for (auto [param, newState] : llvm::zip_equal(params, newStates))
+    for (auto [suffix, value] : llvm::zip_equal(suffixes, newState))
+      entry.addUpdate(value, param.name + "." + suffix);
+  entry.addUpdate(t, "optimizer.step");
+}
+
+/// Copies the forward's arguments (params and inputs, with their attributes)
+/// into `entry`.
+static SmallVector<Value> addForwardArguments(EntryBuilder &entry,
+                                              func::FuncOp forward) {
+  SmallVector<Value> arguments;
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    arguments.push_back(entry.addArgument(forward.getArgument(i).getType(),
+                                          forward.getArgAttrDict(i)));
+  return arguments;
+}
+
+/// Returns the forward's results (the loss and the outputs) from `entry`.
+static void addForwardResults(EntryBuilder &entry, func::FuncOp forward,
+                              const ForwardAndGradients &built) {
+  for (auto [index, value] : llvm::enumerate(built.forwardResults))
+    entry.addResult(value, forward.getResultAttrDict(index)
+                               ? forward.getResultAttrDict(index).getValue()
+                               : ArrayRef<NamedAttribute>());
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+static LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
+                                    const TrainSettings &settings) {
+  EntryBuilder entry(module, "train_step", forward.getLoc());
+  SmallVector<Value> arguments = addForwardArguments(entry, forward);
+  FailureOr<ForwardAndGradients> built =
+      buildGradients(entry.builder, forward, arguments);
+  if (failed(built))
+    return failure();
+  addForwardResults(entry, forward, *built);
+
+  SmallVector<Parameter> params = collectParameters(forward);
+  SmallVector<Value> paramValues, gradients;
+  for (auto [param, gradient] :
+       llvm::zip_equal(params, built->parameterGradients)) {
+    paramValues.push_back(arguments[param.argumentIndex]);
+    gradients.push_back(gradient.gradient);
+  }
+  buildUpdate(entry, settings, params, paramValues, gradients);
+  entry.finish();
+  return success();
+}
+
+static LogicalResult buildAccumulationSteps(ModuleOp module,
+                                            func::FuncOp forward,
+                                            const TrainSettings &settings) {
+  SmallVector<Parameter> params = collectParameters(forward);
+
+  // @accumulate_step: forward and backward of one micro-batch; the
+  // gradients are added into the accumulators.
+  {
+    EntryBuilder entry(module, "accumulate_step", forward.getLoc());
+    SmallVector<Value> arguments = addForwardArguments(entry, forward);
+    SmallVector<Value> accumulators;
+    for (const Parameter &param : params)
+      accumulators.push_back(
+          entry.addState(param.type, param.name + ".grad_acc"));
+    FailureOr<ForwardAndGradients> built =
+        buildGradients(entry.builder, forward, arguments);
+    if (failed(built))
+      return failure();
+    addForwardResults(entry, forward, *built);
+    for (auto [param, accumulator, gradient] :
+         llvm::zip_equal(params, accumulators, built->parameterGradients))
+      entry.addUpdate(AddOp::create(entry.builder, entry.loc, accumulator,
+                                    gradient.gradient),
+                      param.name + ".grad_acc");
+    entry.finish();
+  }
+
+  // @apply_step: the update with the mean gradient; accumulators reset.
+  EntryBuilder entry(module, "apply_step", forward.getLoc());
+  SmallVector<Value> paramValues, accumulators, gradients;
+  for (const Parameter &param : params)
+    paramValues.push_back(
+        entry.addArgument(param.type, forward.getArgAttrDict(param.argumentIndex)));
+  for (const Parameter &param : params)
+    accumulators.push_back(entry.addState(param.type, param.name + ".grad_acc"));
+  for (auto [param, accumulator] : llvm::zip_equal(params, accumulators))
+    gradients.push_back(MulOp::create(
+        entry.builder, entry.loc, accumulator,
+        entry.constant(param.type, 1.0 / double(settings.accumulate))));
+  buildUpdate(entry, settings, params, paramValues, gradients);
+  for (auto [param, accumulator] : llvm::zip_equal(params, accumulators))
+    entry.addUpdate(entry.constant(param.type, 0.0), param.name + ".grad_acc");
+  entry.finish();
+  return success();
+}
+
+LogicalResult kiln::graph::buildTrainFunctions(ModuleOp module,
+                                               const TrainSettings &settings) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return module.emitError("training needs a 'func.func @forward'");
+  if (collectParameters(forward).empty())
+    return forward.emitError("the model has no parameters to train");
+  for (StringRef name : {"train_step", "accumulate_step", "apply_step"})
+    if (module.lookupSymbol(name))
+      return module.emitError("the module already has @") << name;
+  if (settings.accumulate == 1)
+    return buildTrainStep(module, forward, settings);
+  return buildAccumulationSteps(module, forward, settings);
+}
