@@ -14,13 +14,14 @@
 //        any difference in semantics shows up many orders above it);
 //   f32: <= 1e-5 at step 0, against the oracle's float32 run (float32
 //        rounding is ~1e-7 relative per op on each side).
-// Then ten AdamW steps on the same batch, with the model's train block:
-// @grad_step followed by an update function built here from the graph
-// dialect's optimizer ops (lr_schedule, global_norm, clip_scale,
-// adamw_update). Each step's loss and the parameters after the ten steps are
-// compared, f64 to 1e-10 and f32 to 1e-4 (Adam turns rounding-level
-// differences of tiny gradients into steps of up to lr;
-// test/oracle/README.md, "Limits").
+// Then ten AdamW steps on the same batch, with the model's train block, two
+// ways: --graph-train-step's @train_step, and @grad_step followed by an
+// update function built here from the graph dialect's optimizer ops
+// (lr_schedule, global_norm, clip_scale, adamw_update), which tells a bug in
+// the train-step pass from one in the ops. Each step's loss (and, in f64,
+// the gradients' norm) and the parameters after the ten steps are compared,
+// f64 to 1e-10 and f32 to 1e-4 (Adam turns rounding-level differences of
+// tiny gradients into steps of up to lr; test/oracle/README.md, "Limits").
 // The bounds come from the training issue; they are never loosened to pass.
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +41,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -51,6 +53,7 @@
 #include <cmath>
 #include <cstdio>
 #include <list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -580,6 +583,81 @@ TEST_P(OracleTest, TenAdamWStepsWithTheOptimizerOps) {
   }
   checkTrainedParameters(forward, arguments, golden,
                          "grad_step + optimizer ops", worstLoss);
+}
+
+/// Ten steps of --graph-train-step's @train_step: forward, backward and the
+/// train block's AdamW update in one function, its state threaded through.
+TEST_P(OracleTest, TrainStepTakesTheOraclesSteps) {
+  const OracleCase &c = GetParam();
+  OwningOpRef<ModuleOp> module = loadCaseModel();
+  ASSERT_TRUE(module);
+  PassManager pm(&context);
+  pm.addPass(graph::createGraphTrainStep());
+  ASSERT_TRUE(succeeded(pm.run(*module))) << "graph-train-step failed";
+  auto trainStep = module->lookupSymbol<func::FuncOp>("train_step");
+  ASSERT_TRUE(trainStep);
+
+  // Where each updated value goes back in: the argument of its name.
+  llvm::StringMap<unsigned> argumentOf;
+  for (unsigned i = 0; i < trainStep.getNumArguments(); ++i)
+    for (StringRef kind :
+         {graph::GraphDialect::kParamAttr, graph::GraphDialect::kStateAttr})
+      if (auto name = trainStep.getArgAttrOfType<StringAttr>(i, kind))
+        argumentOf[name.getValue()] = i;
+  std::optional<unsigned> lossResult, normResult;
+  SmallVector<std::pair<unsigned, unsigned>> updates; // result -> argument
+  for (unsigned i = 0; i < trainStep.getNumResults(); ++i) {
+    if (trainStep.getResultAttr(i, graph::GraphDialect::kLossAttr))
+      lossResult = i;
+    auto output = trainStep.getResultAttrOfType<StringAttr>(
+        i, graph::GraphDialect::kOutputAttr);
+    if (output && output.getValue() == "grad_norm")
+      normResult = i;
+    if (auto name = trainStep.getResultAttrOfType<StringAttr>(
+            i, graph::GraphDialect::kUpdateAttr)) {
+      auto it = argumentOf.find(name.getValue());
+      ASSERT_NE(it, argumentOf.end()) << "update of unknown " << name.str();
+      updates.push_back({i, it->second});
+    }
+  }
+  ASSERT_TRUE(lossResult);
+  ASSERT_FALSE(updates.empty());
+
+  SmallVector<Tensor> arguments = oracleArguments(trainStep);
+  ASSERT_FALSE(testing::Test::HasFailure());
+  safetensors::TensorFile golden =
+      readTensors(c.model.name + ".golden.safetensors");
+  std::vector<double> losses = goldenLosses(golden);
+  // The gradients' global norm of each step (before clipping), in f64.
+  std::vector<double> norms;
+  auto file =
+      llvm::MemoryBuffer::getFile(oraclePath(c.model.name + ".golden.json"));
+  ASSERT_TRUE(bool(file));
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*file)->getBuffer());
+  ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
+  if (const llvm::json::Array *list =
+          json->getAsObject()->getArray("grad_norms_f64"))
+    for (const llvm::json::Value &n : *list)
+      norms.push_back(*n.getAsNumber());
+  ASSERT_EQ(norms.size(), static_cast<size_t>(kNumSteps));
+
+  double worstLoss = 0;
+  for (int t = 1; t <= kNumSteps; ++t) {
+    auto results = runFunction(trainStep, arguments);
+    ASSERT_TRUE(bool(results)) << llvm::toString(results.takeError());
+    worstLoss = std::max(
+        worstLoss, checkLoss(t, (*results)[*lossResult].getDouble(0), losses));
+    // Clipping acts on the norm; in f64 it must be the oracle's.
+    if (normResult && c.precision == Precision::F64) {
+      double norm = (*results)[*normResult].getDouble(0);
+      EXPECT_LE(std::fabs(norm - norms[t - 1]) / norms[t - 1], kF64Tolerance)
+          << "grad_norm of step " << t << ": " << norm;
+    }
+    for (auto [result, argument] : updates)
+      arguments[argument] = (*results)[result];
+  }
+  checkTrainedParameters(trainStep, arguments, golden, "train_step", worstLoss);
 }
 
 /// The train block the oracle assumed (its .golden.json) is the one the
