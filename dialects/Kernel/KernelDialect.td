@@ -1,0 +1,83 @@
+//===- KernelDialect.td - The kernel dialect's definition --*- tablegen -*-===//
+//
+// Part of Kiln. The kernel dialect: a bufferized, scheduled program that maps
+// one to one onto the runtime's plan (runtime/schema/plan.fbs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_KERNEL_DIALECT_TD
+#define KILN_KERNEL_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+def Kernel_Dialect : Dialect {
+  let name = "kernel";
+  let cppNamespace = "::kiln::kernel";
+  let summary = "Bufferized, scheduled program of kernels, GEMMs and copies.";
+  let description = [{
+    A module in the kernel dialect holds:
+    - `kernel.func` ops: generated kernels, each a body of linalg, scf, arith
+      and math on memref arguments, computing the slice of its outermost
+      parallel dimension `[0, range)` that the runtime hands it;
+    - `kernel.entry` ops: the entry points (`predict`, `eval_step`,
+      `train_step`), whose arguments are the persistent and input/output
+      buffers (each with a name and a kind) and whose body is a sequence of
+      `kernel.alloc`, `kernel.view`, `kernel.constant`, `kernel.launch`,
+      `kernel.gemm`, `kernel.copy` and `kernel.zero` in program order.
+    Each entry-level op becomes one op (or one buffer) of the plan.
+
+    Two buffers are provided by the runtime rather than by the caller:
+    - `rng_state` (`memref<4xi32>`): the Philox key and step of this call:
+      `[seed & 0xffffffff, seed >> 32, step, 0]` (kiln/Philox.h). Kernels
+      that draw random numbers (dropout) read it.
+    - `status` (`memref<2xi64>`): `[code, value]`, zeroed by the runtime
+      before a call. A kernel that finds bad input records a nonzero code
+      with an atomic max (so the largest code wins, whatever the thread
+      count) and the offending value; the runtime checks it after each op
+      that takes it and reports that op's model location. Codes:
+      1 = an embedding id outside `[0, V)` (value: the id),
+      2 = a cross-entropy target outside `[0, C)` (value: the target).
+  }];
+  let hasRegionArgAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Argument attributes of `kernel.entry`: the buffer's name, its kind
+    /// (#kernel.kind<...>) and, for parameters, the graph.init dictionary.
+    static constexpr ::llvm::StringLiteral kNameAttr = "kernel.name";
+    static constexpr ::llvm::StringLiteral kKindAttr = "kernel.kind";
+    static constexpr ::llvm::StringLiteral kInitAttr = "kernel.init";
+    /// Buffer names of the runtime-provided buffers.
+    static constexpr ::llvm::StringLiteral kRngStateName = "kiln.rng_state";
+    static constexpr ::llvm::StringLiteral kStatusName = "kiln.status";
+  }];
+}
+
+/// What a buffer of an entry holds, and who owns its bytes (plan.fbs
+/// BufferKind, minus Transient and Constant, which are ops in the entry).
+def Kernel_BufferKind : I32EnumAttr<"BufferKind", "buffer kind", [
+    I32EnumAttrCase<"Param", 0, "param">,
+    I32EnumAttrCase<"OptimizerState", 1, "optimizer_state">,
+    I32EnumAttrCase<"Gradient", 2, "gradient">,
+    I32EnumAttrCase<"Input", 3, "input">,
+    I32EnumAttrCase<"Output", 4, "output">,
+    I32EnumAttrCase<"RngState", 5, "rng_state">,
+    I32EnumAttrCase<"Status", 6, "status">]> {
+  let cppNamespace = "::kiln::kernel";
+  let genSpecializedAttr = 0;
+}
+
+def Kernel_BufferKindAttr : EnumAttr<Kernel_Dialect, Kernel_BufferKind, "kind"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+class Kernel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kernel_Dialect, mnemonic, traits>;
+
+// Buffers are statically shaped with the identity (row-major) layout; the
+// verifiers check the layout.
+def Kernel_Buffer : StaticShapeMemRefOf<[AnyType]>;
+
+#endif // KILN_KERNEL_DIALECT_TD

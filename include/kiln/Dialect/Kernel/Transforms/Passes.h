@@ -1,0 +1,29 @@
+//===- Passes.h - Passes over the kernel dialect ----------------*- C++ -*-===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KERNEL_TRANSFORMS_PASSES_H
+#define KILN_DIALECT_KERNEL_TRANSFORMS_PASSES_H
+
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln::kernel {
+/// The module attribute that holds the arena size in bytes once offsets are
+/// assigned.
+constexpr llvm::StringLiteral kArenaBytesAttr = "kernel.arena_bytes";
+/// The alignment of every arena slice, in bytes.
+constexpr int64_t kArenaAlignment = 64;
+
+#define GEN_PASS_DECL
+#include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
+} // namespace kiln::kernel
+
+#endif // KILN_DIALECT_KERNEL_TRANSFORMS_PASSES_H

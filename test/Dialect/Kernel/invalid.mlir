@@ -1,0 +1,122 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{range must be positive, got 0}}
+kernel.func @k(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 0 : i64} {
+  kernel.return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 must be a statically shaped memref with the identity layout}}
+kernel.func @k(%x: memref<8xf32, strided<[2]>>) attributes {grain = 1 : i64, range = 8 : i64} {
+  kernel.return
+}
+
+// -----
+
+kernel.func @k(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 8 : i64} {
+  // expected-error @+1 {{allocates inside a kernel.func}}
+  %t = memref.alloc() : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%x: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"}) {
+  // expected-error @+1 {{'kernel.launch' op 'nothere' does not name a kernel.func}}
+  kernel.launch @nothere(%x) : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.func @k(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 8 : i64} {
+  kernel.return
+}
+kernel.entry @e(%x: memref<4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"}) {
+  // expected-error @+1 {{buffer 0 has type 'memref<4xf32>' but @k expects 'memref<8xf32>'}}
+  kernel.launch @k(%x) : memref<4xf32>
+  kernel.return
+}
+
+// -----
+
+// expected-error @+1 {{has two buffers named 'x'}}
+kernel.entry @e(%x: memref<4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                %y: memref<4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "x"}) {
+  kernel.return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 needs 'kernel.name' and 'kernel.kind'}}
+kernel.entry @e(%x: memref<4xf32>) {
+  kernel.return
+}
+
+// -----
+
+// expected-error @+1 {{a rng_state buffer must be 'kiln.rng_state' of type 'memref<4xi32>'}}
+kernel.entry @e(%r: memref<2xi32> {kernel.kind = #kernel.kind<rng_state>, kernel.name = "kiln.rng_state"}) {
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e() {
+  // expected-error @+1 {{arena_offset must be a non-negative multiple of 64, got 32}}
+  %t = kernel.alloc {arena_offset = 32 : i64} : memref<4xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e() {
+  %t = kernel.alloc : memref<4xf32>
+  // expected-error @+1 {{must keep the element type and count}}
+  %v = kernel.view %t : memref<4xf32> -> memref<5xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x3xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{reads 8 elements of A, which has 6}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 4 : i64} : memref<2x3xf32>, memref<2x3xf32>, memref<2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{batches would overlap in C: stride_c 0 < m * n = 4}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, batch = 2 : i64, stride_a = 4 : i64, stride_b = 4 : i64} : memref<2x2x2xf32>, memref<2x2x2xf32>, memref<2x2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<4xf64> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{copies 16 bytes into a buffer of 32}}
+  kernel.copy %a, %c : memref<4xf32>, memref<4xf64>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e() {
+  // expected-error @+1 {{is not allowed in a kernel.entry}}
+  %c = arith.constant 0 : index
+  kernel.return
+}
+
+// -----
+
+kernel.func @k(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 8 : i64} {
+  // expected-error @+1 {{'kernel.zero' op expects parent op 'kernel.entry'}}
+  kernel.zero %x : memref<8xf32>
+  kernel.return
+}
