@@ -1,0 +1,45 @@
+//===- Passes.td - Kiln's conversion passes ----------------*- tablegen -*-===//
+//
+// Part of Kiln. Passes that lower one dialect into another.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CONVERSION_PASSES_TD
+#define KILN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertGraphToKernel : Pass<"convert-graph-to-kernel", "::mlir::ModuleOp"> {
+  let summary = "Lowers graph functions to kernel entries, kernels and GEMMs.";
+  let description = [{
+    `@forward` becomes two entries: `predict` (its named outputs, without the
+    loss; absent when the model has no other output) and `eval_step` (the
+    loss and the outputs). Any other graph function becomes an entry of the
+    same name; in `train_step`, `grad_step` and `accumulate_step` dropout is
+    active, elsewhere it is the identity. Each graph op becomes one kernel
+    (or a GEMM, a copy, a view) for now; fusion comes later. The graph
+    functions are removed.
+  }];
+  let dependentDialects = [
+    "::kiln::kernel::KernelDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
+}
+
+def ConvertKernelToHostLLVM : Pass<"convert-kernel-to-host-llvm", "::mlir::ModuleOp"> {
+  let summary = "Lowers every kernel.func to an exported LLVM function of the cpu ABI.";
+  let description = [{
+    Each `kernel.func @kN` becomes `llvm.func @kiln_kN(%buffers: !llvm.ptr,
+    %begin: i64, %end: i64)`, computing the slice `[begin, end)` of the
+    kernel's outermost parallel dimension: linalg is lowered to parallel
+    loops, the first dimension of every top-level loop is restricted to the
+    slice, and the rest goes through scf, cf, arith, math (to libm calls)
+    and memref to the LLVM dialect. Entries and every other kernel-dialect op
+    are dropped: they are the plan, not code.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::func::FuncDialect", "::mlir::cf::ControlFlowDialect"];
+}
+
+#endif // KILN_CONVERSION_PASSES_TD

@@ -1,0 +1,173 @@
+//===- GraphToKernel.h - Lowering graph ops to kernels ----------*- C++ -*-===//
+//
+// Part of Kiln. `--convert-graph-to-kernel` turns graph functions into
+// kernel.entry ops whose bodies launch generated kernel.func kernels, call
+// GEMMs and move buffers. The conversion walks each function in program
+// order and hands every graph op to the pattern registered for it; a pattern
+// reads its operands' buffers, builds kernels or library calls, and binds
+// buffers to the op's results.
+//
+// Why not MLIR's dialect conversion: the lowering outlines code into new
+// symbols, binds results to caller-visible output buffers (destination
+// passing) and adds runtime buffers (rng_state, status) to the entry on
+// demand. A program-order walk with per-op patterns keeps each op's lowering
+// in its own place while the driver owns that bookkeeping.
+//
+// Adding an op: write a pattern (OpToKernelPattern<graph::FooOp>) in the
+// file of its family, add it in that family's populate function, and list
+// the family once in populateGraphToKernelPatterns (Patterns.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H
+#define KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H
+
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <memory>
+
+namespace kiln {
+
+/// Builds the body of a kernel.func: `arguments` are its block arguments, in
+/// the order of the buffers passed to launch(); the builder is positioned
+/// before the kernel's terminator.
+using KernelBodyBuilder = llvm::function_ref<void(
+    mlir::OpBuilder &builder, mlir::Location loc, mlir::ValueRange arguments)>;
+
+/// The state of lowering one graph function into one kernel.entry: the
+/// buffer bound to each graph value, the entry being built, and the kernels
+/// created so far. Patterns talk to the entry only through this class.
+class KernelLowering {
+public:
+  KernelLowering(mlir::ModuleOp module, kernel::EntryOp entry,
+                 mlir::func::FuncOp source, bool training);
+
+  /// The builder that inserts entry-level ops (alloc, launch, gemm, ...) in
+  /// program order.
+  mlir::OpBuilder &getBuilder() { return builder; }
+  mlir::MLIRContext *getContext() { return builder.getContext(); }
+  /// Whether dropout is active (train_step) rather than the identity.
+  bool isTraining() const { return training; }
+
+  /// The buffer bound to a graph value (a memref of the tensor's shape).
+  mlir::Value lookup(mlir::Value tensor) const;
+  /// Binds `buffer` to the graph value `tensor`.
+  void bind(mlir::Value tensor, mlir::Value buffer);
+
+  /// A fresh buffer for the result `tensor` of the op being lowered: the
+  /// entry's output buffer when `tensor` is returned (so no copy is needed),
+  /// otherwise a transient kernel.alloc. The caller writes all of it and
+  /// binds it.
+  mlir::Value allocateResult(mlir::Value tensor);
+  /// A transient buffer of `type` (scratch of a kernel, a broadcast operand).
+  mlir::Value allocateTransient(mlir::MemRefType type);
+  /// `buffer` seen with `shape` (a kernel.view), or `buffer` itself when the
+  /// shape already matches.
+  mlir::Value view(mlir::Value buffer, llvm::ArrayRef<int64_t> shape);
+
+  /// Creates a kernel.func whose arguments have the types of `buffers`, with
+  /// the parallel extent `range` and chunk size `grain`; fills its body with
+  /// `body`; and launches it on `buffers`. `origin` names the graph op(s) the
+  /// kernel implements (the plan's op name); `loc` is their location.
+  kernel::LaunchOp launch(mlir::Location loc, llvm::StringRef origin,
+                          mlir::ValueRange buffers, int64_t range,
+                          int64_t grain, KernelBodyBuilder body);
+  /// Marks an entry-level op with the graph op(s) it implements.
+  void setOrigin(mlir::Operation *op, llvm::StringRef origin);
+
+  /// The runtime-provided buffers (see KernelDialect.td), added to the
+  /// entry's arguments on first use.
+  mlir::Value getRngState();
+  mlir::Value getStatus();
+
+  /// The memref type of a graph tensor type.
+  static mlir::MemRefType getBufferType(mlir::Type tensorType);
+
+  /// Writes the entry's outputs (copying where a result's buffer is not the
+  /// output buffer itself) and ends the entry. Called once, at func.return.
+  void finish(mlir::ValueRange results);
+
+private:
+  mlir::Value addRuntimeBuffer(kernel::BufferKind kind, llvm::StringRef name,
+                               mlir::MemRefType type);
+
+  mlir::ModuleOp module;
+  kernel::EntryOp entry;
+  mlir::OpBuilder builder;
+  bool training;
+  llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  /// For each graph value returned by the function: the output buffer it
+  /// is written to directly, once allocateResult hands it out.
+  llvm::DenseMap<mlir::Value, mlir::Value> outputBuffers;
+  llvm::SmallVector<mlir::Value> outputArguments;
+  mlir::Value rngState, status;
+  unsigned nextKernelNumber = 0;
+};
+
+/// Lowers one kind of graph op. Patterns are stateless; everything they
+/// build goes through the KernelLowering they are given.
+class GraphToKernelPattern {
+public:
+  virtual ~GraphToKernelPattern() = default;
+  /// The op this pattern lowers (`graph.add`).
+  virtual llvm::StringRef getRootName() const = 0;
+  /// Lowers `op`, binding buffers to all its results; on failure, emits an
+  /// error at the op.
+  virtual mlir::LogicalResult lower(mlir::Operation *op,
+                                    KernelLowering &lowering) const = 0;
+};
+
+/// A pattern for one op class.
+template <typename OpTy>
+class OpToKernelPattern : public GraphToKernelPattern {
+public:
+  llvm::StringRef getRootName() const final {
+    return OpTy::getOperationName();
+  }
+  mlir::LogicalResult lower(mlir::Operation *op,
+                            KernelLowering &lowering) const final {
+    return lowerOp(llvm::cast<OpTy>(op), lowering);
+  }
+  virtual mlir::LogicalResult lowerOp(OpTy op,
+                                      KernelLowering &lowering) const = 0;
+};
+
+/// The patterns of a conversion, by root op name.
+class GraphToKernelPatternSet {
+public:
+  template <typename PatternTy, typename... Args> void add(Args &&...args) {
+    auto pattern = std::make_unique<PatternTy>(std::forward<Args>(args)...);
+    llvm::StringRef root = pattern->getRootName();
+    patterns[root] = std::move(pattern);
+  }
+  /// The pattern for ops named `name`, or null.
+  const GraphToKernelPattern *lookup(llvm::StringRef name) const {
+    auto it = patterns.find(name);
+    return it == patterns.end() ? nullptr : it->second.get();
+  }
+
+private:
+  llvm::StringMap<std::unique_ptr<GraphToKernelPattern>> patterns;
+};
+
+/// Every family of lowering patterns (Patterns.cpp).
+void populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns);
+/// The families, one per file.
+void populateElementwiseToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateShapeToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateReductionToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateNNToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateAttentionToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateMatmulToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateRandomToKernelPatterns(GraphToKernelPatternSet &patterns);
+
+} // namespace kiln
+
+#endif // KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H

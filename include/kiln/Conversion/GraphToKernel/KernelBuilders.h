@@ -1,0 +1,89 @@
+//===- KernelBuilders.h - Building blocks of kernel bodies ------*- C++ -*-===//
+//
+// Part of Kiln. Small builders shared by the graph-to-kernel patterns: the
+// parallel loop over a kernel's range, sequential loops with accumulators,
+// constants rounded the way the reference interpreter rounds them, and
+// all-parallel linalg.generic ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CONVERSION_GRAPHTOKERNEL_KERNELBUILDERS_H
+#define KILN_CONVERSION_GRAPHTOKERNEL_KERNELBUILDERS_H
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace kiln::kb {
+
+/// An index constant.
+mlir::Value index(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
+/// A float constant of `type`: `value` rounded once to the type, as the
+/// interpreter's static_cast<T>(value) does.
+mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Type type, double value);
+/// A float constant of `type` holding `value`, which must already have the
+/// type's semantics (computed with APFloat arithmetic in that type).
+mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Type type, const llvm::APFloat &value);
+/// `value` rounded once to the float type `type`, for constants computed
+/// in the element type as the interpreter computes them.
+llvm::APFloat roundTo(mlir::Type type, double value);
+/// -infinity of a float type.
+mlir::Value negativeInfinity(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Type type);
+
+/// The kernel's outer loop: an scf.parallel over [0, range) whose body gets
+/// the iteration index. The backend restricts it to [begin, end).
+void parallelFor(
+    mlir::OpBuilder &b, mlir::Location loc, int64_t range,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)>
+        body);
+
+/// A sequential scf.for over [lower, upper) carrying `init`; `body` returns
+/// the next values of the carried values. Returns their final values.
+llvm::SmallVector<mlir::Value> forLoop(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value lower,
+    mlir::Value upper, mlir::ValueRange init,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(
+        mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>
+        body);
+/// The same over [0, upper).
+llvm::SmallVector<mlir::Value> forLoop(
+    mlir::OpBuilder &b, mlir::Location loc, int64_t upper,
+    mlir::ValueRange init,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(
+        mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>
+        body);
+
+/// The row-major multi-index of `linear` in `shape`.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b,
+                                           mlir::Location loc,
+                                           mlir::Value linear,
+                                           llvm::ArrayRef<int64_t> shape);
+
+/// A linalg.generic whose loops are all parallel, over the shape of
+/// `output` (identity map); `inputMaps` index the inputs. `scalar` computes
+/// the output element from the input elements.
+void parallelGeneric(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange inputs,
+    llvm::ArrayRef<mlir::AffineMap> inputMaps, mlir::Value output,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                   mlir::ValueRange)>
+        scalar);
+
+/// Records bad input in the runtime's status buffer (memref<2xi64>):
+/// word 0 = max(word 0, code), word 1 = `value` (an i64), both atomic.
+void recordStatus(mlir::OpBuilder &b, mlir::Location loc, mlir::Value status,
+                  int64_t code, mlir::Value value);
+
+/// The kernel range of a linalg.generic over `shape`: its first dim, or 1
+/// for a scalar.
+int64_t rangeOfShape(llvm::ArrayRef<int64_t> shape);
+/// The grain: enough iterations that a chunk holds ~32K elements of work.
+int64_t chooseGrain(int64_t range, int64_t elementsPerIteration);
+
+} // namespace kiln::kb
+
+#endif // KILN_CONVERSION_GRAPHTOKERNEL_KERNELBUILDERS_H

@@ -1,0 +1,31 @@
+//===- Passes.h - Kiln's conversion passes ----------------------*- C++ -*-===//
+//
+// Part of Kiln. Declarations and registration of the passes in
+// dialects/Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CONVERSION_PASSES_H
+#define KILN_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+
+namespace kiln {
+#define GEN_PASS_DECL
+#include "kiln/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace kiln
+
+#endif // KILN_CONVERSION_PASSES_H

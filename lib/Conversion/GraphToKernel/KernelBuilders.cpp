@@ -1,0 +1,139 @@
+//===- KernelBuilders.cpp - Building blocks of kernel bodies ---------------===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/GraphToKernel/KernelBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/APFloat.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+Value kiln::kb::index(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+llvm::APFloat kiln::kb::roundTo(Type type, double value) {
+  llvm::APFloat rounded(value);
+  bool losesInfo;
+  rounded.convert(cast<FloatType>(type).getFloatSemantics(),
+                  llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return rounded;
+}
+
+Value kiln::kb::floatConst(OpBuilder &b, Location loc, Type type,
+                           const llvm::APFloat &value) {
+  auto floatType = cast<FloatType>(type);
+  return arith::ConstantOp::create(b, loc, floatType,
+                                   b.getFloatAttr(floatType, value));
+}
+
+Value kiln::kb::floatConst(OpBuilder &b, Location loc, Type type,
+                           double value) {
+  return floatConst(b, loc, type, roundTo(type, value));
+}
+
+void kiln::kb::recordStatus(OpBuilder &b, Location loc, Value status,
+                            int64_t code, Value value) {
+  Value codeValue =
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(code));
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxs, codeValue,
+                              status, ValueRange{index(b, loc, 0)});
+  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::assign, value,
+                              status, ValueRange{index(b, loc, 1)});
+}
+
+Value kiln::kb::negativeInfinity(OpBuilder &b, Location loc, Type type) {
+  auto floatType = cast<FloatType>(type);
+  return arith::ConstantOp::create(
+      b, loc, floatType,
+      b.getFloatAttr(floatType, llvm::APFloat::getInf(
+                                    floatType.getFloatSemantics(),
+                                    /*Negative=*/true)));
+}
+
+void kiln::kb::parallelFor(
+    OpBuilder &b, Location loc, int64_t range,
+    llvm::function_ref<void(OpBuilder &, Location, Value)> body) {
+  Value zero = index(b, loc, 0), one = index(b, loc, 1);
+  Value upper = index(b, loc, range);
+  scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{upper},
+                          ValueRange{one},
+                          [&](OpBuilder &nested, Location nestedLoc,
+                              ValueRange ivs) { body(nested, nestedLoc, ivs[0]); });
+}
+
+SmallVector<Value> kiln::kb::forLoop(
+    OpBuilder &b, Location loc, Value lower, Value upper, ValueRange init,
+    llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                          ValueRange)>
+        body) {
+  Value one = index(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, lower, upper, one, init,
+      [&](OpBuilder &nested, Location nestedLoc, Value iv, ValueRange args) {
+        SmallVector<Value> next = body(nested, nestedLoc, iv, args);
+        scf::YieldOp::create(nested, nestedLoc, next);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> kiln::kb::forLoop(
+    OpBuilder &b, Location loc, int64_t upper, ValueRange init,
+    llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                          ValueRange)>
+        body) {
+  return forLoop(b, loc, index(b, loc, 0), index(b, loc, upper), init, body);
+}
+
+SmallVector<Value> kiln::kb::delinearize(OpBuilder &b, Location loc,
+                                         Value linear,
+                                         ArrayRef<int64_t> shape) {
+  SmallVector<Value> indices(shape.size());
+  Value rest = linear;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (d == 0) {
+      indices[d] = rest;
+      break;
+    }
+    Value dim = index(b, loc, shape[d]);
+    indices[d] = arith::RemUIOp::create(b, loc, rest, dim);
+    rest = arith::DivUIOp::create(b, loc, rest, dim);
+  }
+  return indices;
+}
+
+void kiln::kb::parallelGeneric(
+    OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+    Value output,
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> scalar) {
+  int64_t rank = cast<MemRefType>(output.getType()).getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, inputs, ValueRange{output}, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        Value result = scalar(nested, nestedLoc, args.drop_back());
+        linalg::YieldOp::create(nested, nestedLoc, result);
+      });
+}
+
+int64_t kiln::kb::rangeOfShape(ArrayRef<int64_t> shape) {
+  return shape.empty() ? 1 : shape.front();
+}
+
+int64_t kiln::kb::chooseGrain(int64_t range, int64_t elementsPerIteration) {
+  constexpr int64_t kElementsPerChunk = 32768;
+  int64_t perIteration = std::max<int64_t>(elementsPerIteration, 1);
+  int64_t grain = (kElementsPerChunk + perIteration - 1) / perIteration;
+  return std::clamp<int64_t>(grain, 1, std::max<int64_t>(range, 1));
+}

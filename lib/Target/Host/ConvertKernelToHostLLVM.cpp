@@ -1,0 +1,160 @@
+//===- ConvertKernelToHostLLVM.cpp - Kernels to exported LLVM functions ----===//
+//
+// Part of Kiln. The --convert-kernel-to-host-llvm pass: each kernel.func
+// becomes a private function over its memrefs and [begin, end), lowered to
+// the LLVM dialect with the bare-pointer calling convention, plus the
+// exported `kiln_kN(void **buffers, int64_t begin, int64_t end)` that loads
+// the buffer pointers and calls it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RestrictToChunk.h"
+#include "kiln/Conversion/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKERNELTOHOSTLLVM
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+/// The name of the private function holding kernel `symbol`'s body.
+static std::string getBodyName(StringRef exported) {
+  return (exported + "_body").str();
+}
+
+/// Replaces `kernel` by a private func.func taking its memrefs then `begin`
+/// and `end` (index), with the same body.
+static func::FuncOp outlineKernelBody(kernel::FuncOp kernel) {
+  OpBuilder builder(kernel);
+  MLIRContext *context = kernel.getContext();
+  SmallVector<Type> types(kernel.getArgumentTypes());
+  types.append(2, IndexType::get(context));
+  auto body = func::FuncOp::create(builder, kernel.getLoc(),
+                                   getBodyName(kernel.getExportedSymbol()),
+                                   builder.getFunctionType(types, {}));
+  body.setPrivate();
+  body.getBody().takeBody(kernel.getBody());
+  Block &block = body.getBody().front();
+  block.addArgument(IndexType::get(context), kernel.getLoc());
+  block.addArgument(IndexType::get(context), kernel.getLoc());
+  Operation *terminator = block.getTerminator();
+  builder.setInsertionPoint(terminator);
+  func::ReturnOp::create(builder, terminator->getLoc());
+  terminator->erase();
+  return body;
+}
+
+/// Adds `void kiln_kN(void **buffers, i64 begin, i64 end)` calling the
+/// lowered body `kiln_kN_body(ptr..., i64 begin, i64 end)`.
+static void addExportedWrapper(ModuleOp module, StringRef exported,
+                               unsigned numBuffers) {
+  MLIRContext *context = module.getContext();
+  auto body = module.lookupSymbol<LLVM::LLVMFuncOp>(getBodyName(exported));
+  body.setLinkage(LLVM::Linkage::Internal);
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = body.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto i64 = IntegerType::get(context, 64);
+  auto wrapperType = LLVM::LLVMFunctionType::get(
+      LLVM::LLVMVoidType::get(context), {ptrType, i64, i64});
+  auto wrapper = LLVM::LLVMFuncOp::create(builder, loc, exported, wrapperType);
+  Block *block = wrapper.addEntryBlock(builder);
+  builder.setInsertionPointToStart(block);
+  SmallVector<Value> arguments;
+  for (unsigned i = 0; i < numBuffers; ++i) {
+    Value slot = LLVM::GEPOp::create(
+        builder, loc, ptrType, ptrType, block->getArgument(0),
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+    arguments.push_back(LLVM::LoadOp::create(builder, loc, ptrType, slot));
+  }
+  arguments.push_back(block->getArgument(1));
+  arguments.push_back(block->getArgument(2));
+  LLVM::CallOp::create(builder, loc, body, arguments);
+  LLVM::ReturnOp::create(builder, loc, ValueRange{});
+}
+
+namespace {
+struct ConvertKernelToHostLLVMPass
+    : kiln::impl::ConvertKernelToHostLLVMBase<ConvertKernelToHostLLVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+
+    // Entries and their ops are the plan, not code.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (isa<kernel::EntryOp>(op))
+        op.erase();
+
+    struct KernelInfo {
+      std::string exported;
+      unsigned numBuffers;
+      int64_t range;
+      func::FuncOp body;
+    };
+    SmallVector<KernelInfo> kernels;
+    for (auto kernel :
+         llvm::make_early_inc_range(module.getOps<kernel::FuncOp>())) {
+      KernelInfo info{kernel.getExportedSymbol(),
+                      static_cast<unsigned>(kernel.getNumArguments()),
+                      kernel.getRange(), nullptr};
+      info.body = outlineKernelBody(kernel);
+      kernel.erase();
+      kernels.push_back(info);
+    }
+
+    // linalg → loops, then the chunk restriction on the loops.
+    OpPassManager toLoops(ModuleOp::getOperationName());
+    toLoops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    if (failed(runPipeline(toLoops, module)))
+      return signalPassFailure();
+    for (KernelInfo &info : kernels)
+      if (failed(restrictToChunk(info.body, info.range)))
+        return signalPassFailure();
+
+    // Loops, math, memrefs → LLVM. Math becomes libm calls (sqrt an
+    // instruction), bf16 conversions are expanded inline (libgcc here has no
+    // __truncsfbf2), and memrefs are passed as bare pointers.
+    OpPassManager toLLVM(ModuleOp::getOperationName());
+    toLLVM.addPass(createLowerAffinePass());
+    toLLVM.addPass(memref::createExpandStridedMetadataPass());
+    toLLVM.addPass(createLowerAffinePass());
+    toLLVM.addPass(createSCFToControlFlowPass());
+    arith::ArithExpandOpsPassOptions expandOptions;
+    expandOptions.includeBf16 = true;
+    toLLVM.addPass(arith::createArithExpandOpsPass(expandOptions));
+    toLLVM.addPass(createConvertMathToLibmPass());
+    toLLVM.addPass(createConvertMathToLLVMPass());
+    toLLVM.addPass(createFinalizeMemRefToLLVMConversionPass());
+    ConvertFuncToLLVMPassOptions funcOptions;
+    funcOptions.useBarePtrCallConv = true;
+    toLLVM.addPass(createConvertFuncToLLVMPass(funcOptions));
+    toLLVM.addPass(createArithToLLVMConversionPass());
+    toLLVM.addPass(createConvertControlFlowToLLVMPass());
+    toLLVM.addPass(createConvertIndexToLLVMPass());
+    toLLVM.addPass(createReconcileUnrealizedCastsPass());
+    toLLVM.addPass(createCanonicalizerPass());
+    if (failed(runPipeline(toLLVM, module)))
+      return signalPassFailure();
+
+    for (KernelInfo &info : kernels)
+      addExportedWrapper(module, info.exported, info.numBuffers);
+  }
+};
+} // namespace

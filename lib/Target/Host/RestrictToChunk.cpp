@@ -1,0 +1,77 @@
+//===- RestrictToChunk.cpp - A kernel body over [begin, end) ---------------===//
+//
+// Part of Kiln. The step that turns "the whole range" into "the slice the
+// runtime asks for": only the first dim of a top-level loop changes, so every
+// iteration computes exactly what it computed before, whatever the chunking.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RestrictToChunk.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+/// Whether `value` is the index constant `expected`.
+static bool isConstant(Value value, int64_t expected) {
+  std::optional<int64_t> constant = getConstantIntValue(value);
+  return constant && *constant == expected;
+}
+
+LogicalResult kiln::restrictToChunk(func::FuncOp body, int64_t range) {
+  Block &block = body.getBody().front();
+  unsigned numArgs = block.getNumArguments();
+  Value begin = block.getArgument(numArgs - 2);
+  Value end = block.getArgument(numArgs - 1);
+  Operation *terminator = block.getTerminator();
+
+  if (range == 1) {
+    // A sequential kernel: the chunk [0, 1) runs it, an empty chunk does not.
+    SmallVector<Operation *> sequential;
+    for (Operation &op : block.without_terminator())
+      sequential.push_back(&op);
+    OpBuilder builder(terminator);
+    Value nonEmpty = arith::CmpIOp::create(
+        builder, body.getLoc(), arith::CmpIPredicate::slt, begin, end);
+    auto ifOp = scf::IfOp::create(builder, body.getLoc(), nonEmpty,
+                                  /*withElseRegion=*/false);
+    Operation *thenYield = ifOp.thenBlock()->getTerminator();
+    for (Operation *op : sequential)
+      op->moveBefore(thenYield);
+    return success();
+  }
+
+  for (Operation &op : block) {
+    if (&op == terminator)
+      continue;
+    auto checkBounds = [&](Value lower, Value upper,
+                           Value step) -> LogicalResult {
+      if (isConstant(lower, 0) && isConstant(upper, range) &&
+          isConstant(step, 1))
+        return success();
+      return op.emitError() << "the outermost parallel loop of a kernel must "
+                               "run over [0, "
+                            << range << ") in steps of 1";
+    };
+    if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
+      if (failed(checkBounds(parallel.getLowerBound()[0],
+                             parallel.getUpperBound()[0],
+                             parallel.getStep()[0])))
+        return failure();
+      unsigned dims = parallel.getNumLoops();
+      parallel->setOperand(0, begin);
+      parallel->setOperand(dims, end);
+      continue;
+    }
+    if (isMemoryEffectFree(&op))
+      continue;
+    // A sequential loop (a reduction first) or a store here would read or
+    // write across chunks.
+    return op.emitError() << "has side effects outside the kernel's parallel "
+                             "loop over [0, "
+                          << range << ")";
+  }
+  return success();
+}

@@ -1,0 +1,22 @@
+//===- RestrictToChunk.h - A kernel body over [begin, end) ------*- C++ -*-===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_HOST_RESTRICTTOCHUNK_H
+#define KILN_LIB_TARGET_HOST_RESTRICTTOCHUNK_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+/// Makes `body` (a kernel's body whose linalg ops are already loops, ending
+/// in `begin` and `end` index arguments) compute only iterations [begin,
+/// end) of its parallel range `range`: the first dim of every top-level loop
+/// over [0, range) is restricted; a body with `range == 1` runs only when
+/// begin < end. Fails, with an error, on a top-level op with side effects
+/// outside such a loop.
+mlir::LogicalResult restrictToChunk(mlir::func::FuncOp body, int64_t range);
+} // namespace kiln
+
+#endif // KILN_LIB_TARGET_HOST_RESTRICTTOCHUNK_H

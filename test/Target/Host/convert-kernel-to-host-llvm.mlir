@@ -1,0 +1,88 @@
+// RUN: kiln-opt %s -split-input-file --convert-kernel-to-host-llvm -verify-diagnostics | FileCheck %s
+
+// Each kernel becomes an exported `kiln_kN(void **buffers, i64 begin, i64
+// end)` that loads its buffer pointers and calls the internal body, whose
+// outermost parallel loop runs over [begin, end). Entries are dropped. Math
+// goes to libm.
+
+// CHECK-NOT: kernel.entry
+// CHECK-LABEL: llvm.func internal @kiln_k0_body
+// CHECK-SAME: (%[[X:.*]]: !llvm.ptr, %[[Y:.*]]: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64)
+// CHECK: llvm.br ^[[HEAD:.*]](%[[BEGIN]] : i64)
+// CHECK: ^[[HEAD]](%[[I:.*]]: i64):
+// CHECK: llvm.icmp "slt" %[[I]], %[[END]]
+// CHECK: llvm.call @expf
+// CHECK-LABEL: llvm.func @kiln_k0
+// CHECK-SAME: (%[[BUFFERS:.*]]: !llvm.ptr, %[[B:.*]]: i64, %[[E:.*]]: i64)
+// CHECK: %[[S0:.*]] = llvm.getelementptr %[[BUFFERS]][0]
+// CHECK: %[[P0:.*]] = llvm.load %[[S0]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[S1:.*]] = llvm.getelementptr %[[BUFFERS]][1]
+// CHECK: %[[P1:.*]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
+// CHECK: llvm.call @kiln_k0_body(%[[P0]], %[[P1]], %[[B]], %[[E]])
+#id = affine_map<(d0, d1) -> (d0, d1)>
+kernel.func @k0(%x: memref<8x4xf32>, %y: memref<8x4xf32>) attributes {grain = 2 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x4xf32>) outs(%y : memref<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<8x4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %y: memref<8x4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @k0(%x, %y) : memref<8x4xf32>, memref<8x4xf32>
+  kernel.return
+}
+
+// -----
+
+// A sequential kernel (range 1) runs only in a non-empty chunk.
+// CHECK-LABEL: llvm.func internal @kiln_k1_body
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64)
+// CHECK: %[[NONEMPTY:.*]] = llvm.icmp "slt" %[[BEGIN]], %[[END]]
+// CHECK: llvm.cond_br %[[NONEMPTY]]
+kernel.func @k1(%x: memref<5xf32>, %y: memref<f32>) attributes {grain = 1 : i64, range = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c5 = arith.constant 5 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %i = %c0 to %c5 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %x[%i] : memref<5xf32>
+    %n = arith.addf %acc, %v : f32
+    scf.yield %n : f32
+  }
+  memref.store %sum, %y[] : memref<f32>
+  kernel.return
+}
+
+// -----
+
+// A reduction as the outermost loop would cross chunks: rejected.
+kernel.func @k2(%x: memref<5x3xf32>, %y: memref<3xf32>) attributes {grain = 1 : i64, range = 5 : i64} {
+  %c0 = arith.constant 0 : index
+  %c5 = arith.constant 5 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{has side effects outside the kernel's parallel loop over [0, 5)}}
+  scf.for %i = %c0 to %c5 step %c1 {
+    %v = memref.load %x[%i, %c0] : memref<5x3xf32>
+    memref.store %v, %y[%c0] : memref<3xf32>
+  }
+  kernel.return
+}
+
+// -----
+
+// The parallel loop must cover exactly the kernel's range.
+kernel.func @k3(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  // expected-error @+1 {{the outermost parallel loop of a kernel must run over [0, 8) in steps of 1}}
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %f, %x[%i] : memref<8xf32>
+    scf.reduce
+  }
+  kernel.return
+}
