@@ -10,19 +10,13 @@
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
+#include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Target/Host/HostTarget.h"
-#include "kiln/Dialect/Kernel/IR/KernelDialect.h"
-#include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -37,13 +31,11 @@ void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
   kiln::registerHostTranslations(registry);
-  // The kernel dialect and what kernel bodies are made of.
-  registry.insert<kiln::kernel::KernelDialect, mlir::arith::ArithDialect,
-                  mlir::linalg::LinalgDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
 }
 
 void kiln::registerKilnPasses() {
   kiln::graph::registerGraphPasses();
   kiln::kernel::registerKernelPasses();
+  kiln::registerKilnConversionPasses();
+  kiln::registerKernelPipeline();
 }

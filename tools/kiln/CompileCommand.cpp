@@ -1,13 +1,22 @@
 //===- CompileCommand.cpp - kiln compile -----------------------------------===//
 //
-// Part of Kiln. Compiles a model and stops at the requested stage.
+// Part of Kiln. Compiles a model into an artifact directory
+// (`--target=cpu -o OUT.kiln.d`), or stops at a stage and prints it
+// (`--emit=graph|kernel|llvm`).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
 #include "ModelLoading.h"
 
+#include "kiln/Artifact/Artifact.h"
+#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Target/Host/HostTarget.h"
+
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -19,7 +28,8 @@ cl::SubCommand kiln::cli::compileCommand(
     "compile", "Compile a model, stopping at a stage with --emit");
 
 namespace {
-enum class EmitStage { Graph };
+enum class EmitStage { Graph, Kernel, LLVM };
+enum class CompileTarget { CPU };
 } // namespace
 
 static cl::opt<std::string> compileModel(cl::Positional, cl::Required,
@@ -28,8 +38,23 @@ static cl::opt<std::string> compileModel(cl::Positional, cl::Required,
 static cl::opt<EmitStage> emitStage(
     "emit", cl::desc("The stage to print"), cl::init(EmitStage::Graph),
     cl::values(clEnumValN(EmitStage::Graph, "graph",
-                          "the forward graph as parsed (graph dialect)")),
+                          "the forward graph as parsed (graph dialect)"),
+               clEnumValN(EmitStage::Kernel, "kernel",
+                          "kernels, GEMMs and buffers (kernel dialect)"),
+               clEnumValN(EmitStage::LLVM, "llvm",
+                          "the cpu kernels as optimized LLVM IR")),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<CompileTarget> compileTarget(
+    "target", cl::desc("Write the artifact for this target into -o DIR"),
+    cl::values(clEnumValN(CompileTarget::CPU, "cpu",
+                          "host code: plan.kpl, kernels.so, model.h")),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string> hostCpu(
+    "cpu",
+    cl::desc("The x86-64 CPU kernels.so is built for (default x86-64-v2; "
+             "'native' for this machine)"),
+    cl::init("x86-64-v2"), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> compileOutput("o", cl::desc("Output file"),
                                           cl::value_desc("FILE"),
                                           cl::init("-"),
@@ -43,6 +68,30 @@ int kiln::cli::runCompile() {
   if (!model->module)
     return 1;
 
+  // Without --emit, --target writes the artifact; with neither, the graph
+  // is printed as before.
+  bool writesArtifact =
+      compileTarget.getNumOccurrences() && !emitStage.getNumOccurrences();
+  if (writesArtifact && compileOutput == "-") {
+    WithColor::error(errs(), "kiln")
+        << "--target=cpu writes a directory: give it with -o OUT.kiln.d\n";
+    return 1;
+  }
+  kiln::HostTargetOptions host;
+  host.cpu = hostCpu;
+  if (writesArtifact || emitStage != EmitStage::Graph) {
+    mlir::PassManager pm(model->context.get());
+    kiln::buildKernelPipeline(pm, {});
+    if (mlir::failed(pm.run(*model->module)))
+      return 1;
+  }
+  if (writesArtifact) {
+    kiln::ArtifactOptions options;
+    options.host = host;
+    return mlir::failed(
+        kiln::writeArtifact(*model->module, compileOutput, options));
+  }
+
   std::error_code error;
   auto output = std::make_unique<ToolOutputFile>(compileOutput, error,
                                                  sys::fs::OF_TextWithCRLF);
@@ -50,6 +99,16 @@ int kiln::cli::runCompile() {
     WithColor::error(errs(), "kiln")
         << "cannot write '" << compileOutput << "': " << error.message() << "\n";
     return 1;
+  }
+  if (emitStage == EmitStage::LLVM) {
+    llvm::LLVMContext llvmContext;
+    mlir::FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
+        kiln::buildHostLLVMModule(*model->module, llvmContext, host);
+    if (mlir::failed(llvmModule))
+      return 1;
+    (*llvmModule)->print(output->os(), nullptr);
+    output->keep();
+    return 0;
   }
   mlir::OpPrintingFlags flags;
   if (printDebugInfo)

@@ -1,0 +1,50 @@
+//===- Artifact.h - Writing OUT.kiln.d ---------------------------*- C++ -*-===//
+//
+// Part of Kiln. The compiled artifact: a directory holding
+//   plan.kpl    - the plan (runtime/schema/plan.fbs, FlatBuffers): buffers,
+//                 entries and their ops with model locations, train config;
+//   kernels.so  - the cpu kernels (kiln_kN, see kiln/Target/Host);
+//   model.h     - a C header naming parameters, inputs, outputs and entries.
+// Each file is written from a kernel-dialect module whose transients have
+// arena offsets (--kernel-assign-offsets-naive or the memory planner).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ARTIFACT_ARTIFACT_H
+#define KILN_ARTIFACT_ARTIFACT_H
+
+#include "kiln/Target/Host/HostTarget.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// How the artifact is written.
+struct ArtifactOptions {
+  /// The compiler that writes it, recorded in the plan.
+  std::string compilerVersion = "kiln 0.1.0";
+  HostTargetOptions host;
+};
+
+/// The plan of `module` as FlatBuffers bytes (plan.kpl), or failure with an
+/// error emitted at the offending op.
+mlir::FailureOr<std::vector<uint8_t>>
+serializePlan(mlir::ModuleOp module, const ArtifactOptions &options);
+
+/// Writes model.h for `module` to `os`.
+mlir::LogicalResult writeModelHeader(mlir::ModuleOp module,
+                                     llvm::raw_ostream &os);
+
+/// Writes the artifact directory `directory` (created if needed).
+mlir::LogicalResult writeArtifact(mlir::ModuleOp module,
+                                  llvm::StringRef directory,
+                                  const ArtifactOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_ARTIFACT_ARTIFACT_H
