@@ -19,8 +19,8 @@ count() { awk -v pattern="$1" '$0 ~ "^ *(" pattern ") *: *[0-9]+" {
   sub(/.*: */, ""); sub(/ .*/, ""); total += $0 } END { print total + 0 }' "$log"; }
 passed=$(count "Passed")
 failed=$(count "Failed|Unresolved|Timed Out")
-unsupported=$(count "Unsupported")
-echo "tests: $passed passed, $failed failed, $unsupported skipped"
+skipped=$(count "Unsupported|Skipped")
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 if [ "$passed" -eq 0 ] && [ "$status" -eq 0 ]; then
   echo "test.sh: no test ran" >&2
   exit 1
