@@ -224,6 +224,41 @@ TEST(RuntimeErrors, InputsOfTheWrongNameShapeOrDtype) {
               {"no entry point 'train_step' (its entries: 'predict')"});
 }
 
+TEST(RuntimeErrors, KernelStatusNamesTheOpAndTheBadId) {
+  PlanWriter w;
+  uint32_t ids = w.buffer("tokens", Kind::Input, DType::I32, {5});
+  uint32_t table =
+      w.buffer("wte", Kind::Param, DType::F32, {8}, w.init("ones", 0));
+  uint32_t out = w.buffer("x", Kind::Output, DType::F32, {5});
+  uint32_t status = w.buffer("kiln.status", Kind::Status, DType::I64, {2});
+  w.kernel("kiln_test_gather", {ids, table, out, status}, 5, 1, "graph.embed",
+           14);
+  w.entry("predict", {ids}, {out});
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(w.finish()), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_session_initialize(loaded.session, 0), KILN_OK);
+  int32_t bad[5] = {1, 2, 300, 3, 4};
+  int64_t shape[] = {5};
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "tokens", bad, KILN_I32,
+                                    shape, 1),
+            KILN_OK);
+  expectError(kiln_session_run(loaded.session, "predict"),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"kiln_session_run: model.kiln:14:3: op 'graph.embed'",
+               "embedding id 300 is out of range"});
+  // The status is cleared before each run: good ids pass afterwards.
+  int32_t good[5] = {1, 2, 7, 3, 4};
+  ASSERT_EQ(kiln_session_bind_input(loaded.session, "tokens", good, KILN_I32,
+                                    shape, 1),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  int64_t report[2] = {0, 0};
+  expectError(kiln_session_set_buffer(loaded.session, "kiln.status", report,
+                                      sizeof report),
+              KILN_ERROR_INVALID_ARGUMENT, {"the runtime fills this status"});
+}
+
 TEST(RuntimeErrors, BufferAccess) {
   Loaded loaded;
   PlanWriter w;

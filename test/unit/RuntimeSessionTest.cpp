@@ -181,6 +181,28 @@ TEST(RuntimeSession, StepCounterAdvancesOnTrainStepOnly) {
   EXPECT_EQ(step, 40u);
 }
 
+TEST(RuntimeSession, RngStateHoldsSeedAndStep) {
+  PlanWriter w;
+  uint32_t rng = w.buffer("kiln.rng_state", Kind::RngState, DType::I32, {4});
+  uint32_t out = w.buffer("seen", Kind::Output, DType::I32, {4});
+  w.kernel("kiln_test_read_rng", {rng, out}, 4, 1);
+  w.entry("train_step", {}, {out});
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(w.finish()), KILN_OK) << kiln_last_error();
+  const uint64_t seed = 0xAABBCCDD11223344ull;
+  ASSERT_EQ(kiln_session_initialize(loaded.session, seed), KILN_OK);
+  for (uint32_t step = 0; step < 3; ++step) {
+    ASSERT_EQ(kiln_session_run(loaded.session, "train_step"), KILN_OK);
+    std::vector<uint32_t> seen =
+        readBuffer<uint32_t>(loaded.session, "seen", 4);
+    EXPECT_EQ(seen, (std::vector<uint32_t>{0x11223344u, 0xAABBCCDDu, step, 0}))
+        << "step " << step;
+  }
+  ASSERT_EQ(kiln_session_set_step(loaded.session, 41), KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "train_step"), KILN_OK);
+  EXPECT_EQ(readBuffer<uint32_t>(loaded.session, "seen", 4)[2], 41u);
+}
+
 TEST(RuntimeSession, CheckpointRoundTrip) {
   Loaded source, target;
   ASSERT_EQ(source.open(initializerPlan()), KILN_OK) << kiln_last_error();

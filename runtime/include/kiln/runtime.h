@@ -96,6 +96,10 @@ typedef enum kiln_buffer_kind {
   KILN_BUFFER_OUTPUT = 4,
   KILN_BUFFER_TRANSIENT = 5,
   KILN_BUFFER_CONSTANT = 6,
+  /** Dropout's Philox key and step, i32[4], filled before each run. */
+  KILN_BUFFER_RNG_STATE = 7,
+  /** Bad-input reports of kernels, i64[2], zeroed before each run. */
+  KILN_BUFFER_STATUS = 8,
 } kiln_buffer_kind;
 
 /** A loaded artifact: the plan and its kernels. */
@@ -219,7 +223,10 @@ KILN_API kiln_status kiln_session_bind_input(kiln_session *session,
                                              int32_t rank);
 /** Runs entry point `entry` (e.g. "train_step"). Every input of the entry
  * must have been bound at least once. A successful "train_step" or
- * "apply_step" advances the step counter by one. */
+ * "apply_step" advances the step counter by one. Dropout sees the seed and
+ * the step counter. Bad input data that a kernel detects (an embedding id
+ * or a target class out of range) fails the run with
+ * KILN_ERROR_INVALID_ARGUMENT naming the op's model location. */
 KILN_API kiln_status kiln_session_run(kiln_session *session, const char *entry);
 /** Copies output `name` (after a run) into `data`; `dtype` must be the
  * output's and `size_bytes` its size. */

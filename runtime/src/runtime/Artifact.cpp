@@ -72,6 +72,10 @@ const char *kiln::runtime::bufferKindName(plan::BufferKind kind) {
     return "transient";
   case plan::BufferKind::Constant:
     return "constant";
+  case plan::BufferKind::RngState:
+    return "rng_state";
+  case plan::BufferKind::Status:
+    return "status";
   }
   return "<unknown kind>";
 }

@@ -102,6 +102,36 @@ Result Session::checkNumerics(const PreparedEntry &entry, size_t index) const {
   return Result::ok();
 }
 
+Result Session::checkStatus(const PreparedEntry &entry, size_t index) const {
+  const PreparedOp &op = entry.ops[index];
+  for (uint32_t id : op.statusBuffers) {
+    int64_t report[2];
+    std::memcpy(report, pointers_[id], sizeof report);
+    if (report[0] == 0)
+      continue;
+    std::string problem;
+    switch (report[0]) {
+    case 1:
+      problem = "embedding id " + std::to_string(report[1]) +
+                " is out of range (an input holds an id outside [0, V))";
+      break;
+    case 2:
+      problem = "cross-entropy target " + std::to_string(report[1]) +
+                " is out of range (an input holds a class outside [0, C))";
+      break;
+    default:
+      problem = "kernel reported error code " + std::to_string(report[0]) +
+                " (value " + std::to_string(report[1]) + ")";
+      break;
+    }
+    std::string opName = op.op->name() ? op.op->name()->str() : "";
+    return invalidArgument(formatLocation(op.op->loc()) + ": op '" + opName +
+                           "' (entry '" + entry.name + "' op " +
+                           std::to_string(index) + "): " + problem);
+  }
+  return Result::ok();
+}
+
 void Session::setProfiling(bool enabled) {
   profiling_ = enabled;
   if (!enabled)

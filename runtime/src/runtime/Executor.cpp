@@ -72,6 +72,8 @@ Result Session::prepareOp(const plan::Op &op, PreparedOp &prepared) {
       for (uint32_t id : *call.buffers()) {
         prepared.arguments.push_back(pointers_[id]);
         checkIfFloat(id);
+        if (buffers[id].kind == plan::BufferKind::Status)
+          prepared.statusBuffers.push_back(id);
       }
     prepared.range = call.range();
     prepared.grain = call.grain() > 0 ? call.grain() : 1;
@@ -182,6 +184,22 @@ void Session::runOp(const PreparedOp &op) {
   }
 }
 
+void Session::prepareRunBuffers() {
+  // Dropout's Philox key and step (kiln/Philox.h): the step of the run, i.e.
+  // the number of train steps completed before it.
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    if (buffers[id].kind == plan::BufferKind::RngState) {
+      uint32_t words[4] = {static_cast<uint32_t>(seed_),
+                           static_cast<uint32_t>(seed_ >> 32),
+                           static_cast<uint32_t>(step_), 0};
+      std::memcpy(pointers_[id], words, sizeof words);
+    } else if (buffers[id].kind == plan::BufferKind::Status) {
+      std::memset(pointers_[id], 0, static_cast<size_t>(buffers[id].sizeBytes));
+    }
+  }
+}
+
 Result Session::run(const std::string &entryName) {
   PreparedEntry *entry = nullptr;
   for (PreparedEntry &candidate : entries_)
@@ -202,6 +220,7 @@ Result Session::run(const std::string &entryName) {
                                artifact_->getBuffers()[id].name +
                                "', which was never bound");
 
+  prepareRunBuffers();
   using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < entry->ops.size(); ++i) {
     const PreparedOp &op = entry->ops[i];
@@ -216,6 +235,8 @@ Result Session::run(const std::string &entryName) {
     } else {
       runOp(op);
     }
+    if (!op.statusBuffers.empty())
+      KILN_RETURN_IF_ERROR(checkStatus(*entry, i));
     if (checkNumerics_)
       KILN_RETURN_IF_ERROR(checkNumerics(*entry, i));
   }

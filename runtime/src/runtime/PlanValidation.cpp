@@ -134,7 +134,7 @@ Result validateBuffers(const plan::Plan &plan,
     if (dtypeSize(buffer.dtype) == 0)
       return invalidFormat(what + " has an unknown dtype " +
                            std::to_string(static_cast<int>(buffer.dtype)));
-    int64_t expected;
+    int64_t expected = 0;
     if (buffer.numElements < 0 ||
         __builtin_mul_overflow(buffer.numElements,
                                static_cast<int64_t>(dtypeSize(buffer.dtype)),
@@ -156,6 +156,14 @@ Result validateBuffers(const plan::Plan &plan,
                              "arena of " +
                              std::to_string(plan.arena_bytes()) + " bytes");
     }
+    if (buffer.kind == plan::BufferKind::RngState &&
+        (buffer.dtype != plan::DType::I32 ||
+         buffer.shape != std::vector<int64_t>{4}))
+      return invalidFormat(what + " is an rng_state buffer but not i32[4]");
+    if (buffer.kind == plan::BufferKind::Status &&
+        (buffer.dtype != plan::DType::I64 ||
+         buffer.shape != std::vector<int64_t>{2}))
+      return invalidFormat(what + " is a status buffer but not i64[2]");
     if (buffer.kind == plan::BufferKind::Constant) {
       const auto *data = buffer.table->data();
       int64_t size = data ? static_cast<int64_t>(data->size()) : 0;

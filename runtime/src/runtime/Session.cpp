@@ -205,6 +205,11 @@ Result Session::setBuffer(const std::string &name, const void *data,
   if (buffer.kind == plan::BufferKind::Constant)
     return invalidArgument("cannot write '" + name +
                            "': it is a constant of the plan");
+  if (buffer.kind == plan::BufferKind::RngState ||
+      buffer.kind == plan::BufferKind::Status)
+    return invalidArgument("cannot write '" + name + "': the runtime fills " +
+                           "this " + bufferKindName(buffer.kind) +
+                           " buffer before each run");
   if (sizeBytes != static_cast<size_t>(buffer.sizeBytes))
     return invalidArgument(
         "buffer '" + name + "' (" +

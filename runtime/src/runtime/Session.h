@@ -59,6 +59,8 @@ struct PreparedOp {
   size_t sizeBytes = 0;
   /// Floating-point buffers this op may write, for check-numerics.
   std::vector<uint32_t> checkedBuffers;
+  /// Status buffers (kiln.status) the kernel may set, checked after it runs.
+  std::vector<uint32_t> statusBuffers;
 };
 
 /// The prepared ops of one entry, and their profile.
@@ -124,6 +126,10 @@ private:
   void runKernel(const PreparedOp &op);
   void runGemm(const PreparedOp &op);
   Result checkNumerics(const PreparedEntry &entry, size_t index) const;
+  /// Fails if a kernel reported bad input through a status buffer.
+  Result checkStatus(const PreparedEntry &entry, size_t index) const;
+  /// Fills the rng_state buffers and zeroes the status buffers.
+  void prepareRunBuffers();
 
   std::shared_ptr<const Artifact> artifact_;
   std::unique_ptr<ThreadPool> pool_;

@@ -77,3 +77,32 @@ KILN_TEST_EXPORT void kiln_test_sgd(void **buffers, int64_t begin,
   for (int64_t i = begin; i < end; ++i)
     w[i] -= 0.5f * g[i];
 }
+
+/* buffers: ids i32[n], table f32[8], out f32[n], status i64[2]: an
+ * embedding lookup that reports an id outside [0, 8) as code 1, as
+ * generated gathers do, instead of reading out of bounds. */
+KILN_TEST_EXPORT void kiln_test_gather(void **buffers, int64_t begin,
+                                       int64_t end) {
+  const int32_t *ids = (const int32_t *)buffers[0];
+  const float *table = (const float *)buffers[1];
+  float *out = (float *)buffers[2];
+  int64_t *status = (int64_t *)buffers[3];
+  for (int64_t i = begin; i < end; ++i) {
+    if (ids[i] < 0 || ids[i] >= 8) {
+      status[0] = 1;
+      status[1] = ids[i];
+      out[i] = 0.0f;
+      continue;
+    }
+    out[i] = table[ids[i]];
+  }
+}
+
+/* buffers: rng i32[4], out i32[4]: copies the rng state the runtime filled. */
+KILN_TEST_EXPORT void kiln_test_read_rng(void **buffers, int64_t begin,
+                                         int64_t end) {
+  const int32_t *rng = (const int32_t *)buffers[0];
+  int32_t *out = (int32_t *)buffers[1];
+  for (int64_t i = begin; i < end; ++i)
+    out[i] = rng[i];
+}
