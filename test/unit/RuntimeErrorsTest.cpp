@@ -158,6 +158,11 @@ TEST(RuntimeErrors, Devices) {
       {"kiln_session_create: device 'cuda'", "not built with CUDA support"});
   expectError(kiln_session_create(artifact, "tpu", 0, &session),
               KILN_ERROR_INVALID_ARGUMENT, {"unknown device 'tpu'"});
+  expectError(kiln_session_create(artifact, "cpu", 100000, &session),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"thread count 100000 is outside [0, 4096]"});
+  expectError(kiln_session_create(artifact, "cpu", -1, &session),
+              KILN_ERROR_INVALID_ARGUMENT, {"thread count -1"});
   EXPECT_EQ(session, nullptr);
   // A session keeps its artifact alive after the caller closes it.
   ASSERT_EQ(kiln_session_create(artifact, "cpu", 0, &session), KILN_OK);

@@ -8,9 +8,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 using namespace kiln;
 using namespace kiln::runtime;
+
+/// The largest thread pool a session accepts.
+static constexpr int kMaxThreads = 4096;
 
 AlignedMemory::~AlignedMemory() { std::free(data_); }
 
@@ -44,15 +48,22 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
     return invalidArgument("the artifact '" + artifact->getDirectory() +
                            "' was compiled for target '" + target +
                            "', not for device '" + device + "'");
-  if (numThreads < 0)
-    return invalidArgument("negative thread count " +
-                           std::to_string(numThreads));
+  if (numThreads < 0 || numThreads > kMaxThreads)
+    return invalidArgument("thread count " + std::to_string(numThreads) +
+                           " is outside [0, " + std::to_string(kMaxThreads) +
+                           "] (0: KILN_NUM_THREADS or the hardware's)");
   std::unique_ptr<Session> created(new Session());
   created->artifact_ = std::move(artifact);
   KILN_RETURN_IF_ERROR(created->allocate());
   KILN_RETURN_IF_ERROR(created->prepare());
-  created->pool_ = std::make_unique<ThreadPool>(
-      numThreads ? numThreads : ThreadPool::defaultSize());
+  try {
+    created->pool_ = std::make_unique<ThreadPool>(
+        numThreads ? numThreads : ThreadPool::defaultSize());
+  } catch (const std::system_error &error) {
+    return Result::error(KILN_ERROR_INTERNAL,
+                         std::string("cannot start the thread pool: ") +
+                             error.what());
+  }
   session = std::move(created);
   return Result::ok();
 }

@@ -30,11 +30,19 @@ static inline void cpuRelax() {
 }
 
 ThreadPool::ThreadPool(int numThreads) {
-  for (int i = 1; i < numThreads; ++i)
-    workers_.emplace_back([this] { workerLoop(); });
+  try {
+    for (int i = 1; i < numThreads; ++i)
+      workers_.emplace_back([this] { workerLoop(); });
+  } catch (...) {
+    // The system refused a thread: stop the ones started, then report.
+    stop();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -43,6 +51,7 @@ ThreadPool::~ThreadPool() {
   wake_.notify_all();
   for (std::thread &worker : workers_)
     worker.join();
+  workers_.clear();
 }
 
 int ThreadPool::defaultSize() {

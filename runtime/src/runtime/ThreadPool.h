@@ -28,7 +28,8 @@ namespace runtime {
 class ThreadPool {
 public:
   /// A pool of `numThreads` threads in all: the caller and numThreads - 1
-  /// workers. `numThreads` < 1 counts as 1.
+  /// workers. `numThreads` < 1 counts as 1. Throws std::system_error if the
+  /// system refuses a thread (after joining the ones it started).
   explicit ThreadPool(int numThreads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -63,6 +64,8 @@ private:
   /// Claims and runs indices of the current job until none are left.
   void drain();
   void workerLoop();
+  /// Stops and joins the workers.
+  void stop();
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
