@@ -19,6 +19,7 @@ extern llvm::cl::OptionCategory optionCategory;
 extern llvm::cl::SubCommand checkCommand;
 extern llvm::cl::SubCommand compileCommand;
 extern llvm::cl::SubCommand runCommand;
+extern llvm::cl::SubCommand trainCommand;
 
 /// `kiln check MODEL.kiln`: parse, verify, print a summary.
 int runCheck();
@@ -26,6 +27,8 @@ int runCheck();
 int runCompile();
 /// `kiln run MODEL.kiln --input NAME=FILE.npy ...`: evaluate the forward.
 int runRun();
+/// `kiln train MODEL.kiln (--data NAME=FILE ... | --tokens FILE) ...`.
+int runTrain();
 
 } // namespace kiln::cli
 

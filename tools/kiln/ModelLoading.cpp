@@ -25,6 +25,8 @@ std::unique_ptr<LoadedModel> kiln::cli::loadModelForCLI(llvm::StringRef path) {
   registerKilnDialects(registry);
   loaded->context = std::make_unique<mlir::MLIRContext>(registry);
   loaded->context->loadAllAvailableDialects();
+  // Errors point at the model line; an IR dump under them helps no user.
+  loaded->context->printOpOnDiagnostic(false);
 
   if (!path.ends_with(".mlir")) {
     loaded->module = frontend::loadModelFile(path, loaded->sourceMgr,

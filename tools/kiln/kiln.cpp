@@ -19,14 +19,16 @@ int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
-        &kiln::cli::compileCommand, &kiln::cli::runCommand})
+        &kiln::cli::compileCommand, &kiln::cli::runCommand,
+        &kiln::cli::trainCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
       argc, argv,
       "Kiln: a compiler for neural-network training\n\n"
       "  kiln check MODEL.kiln             parse, verify, summarize\n"
       "  kiln compile MODEL.kiln --emit=graph\n"
-      "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n\n"
+      "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n"
+      "  kiln train MODEL.kiln (--data NAME=FILE.npy ... | --tokens FILE)\n\n"
       "Run `kiln SUBCOMMAND --help` for a subcommand's options.\n");
 
   if (kiln::cli::checkCommand)
@@ -35,9 +37,11 @@ int main(int argc, char **argv) {
     return kiln::cli::runCompile();
   if (kiln::cli::runCommand)
     return kiln::cli::runRun();
+  if (kiln::cli::trainCommand)
+    return kiln::cli::runTrain();
 
   WithColor::error(errs(), "kiln")
-      << "missing subcommand: expected check, compile or run "
+      << "missing subcommand: expected check, compile, run or train "
          "(see `kiln --help`)\n";
   return 1;
 }

@@ -1,0 +1,156 @@
+//===- TrainArtifact.cpp - Compiling a model for training, cached ----------===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainArtifact.h"
+#include "ModelLoading.h"
+
+#include "kiln/Artifact/Artifact.h"
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
+#include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Pipelines/KernelPipeline.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/xxhash.h"
+
+#include <chrono>
+
+using namespace llvm;
+using namespace kiln;
+using namespace kiln::cli;
+
+/// Bumped whenever the compiler changes what it emits, so that stale cached
+/// artifacts are never reused.
+static constexpr StringLiteral kCompilerVersion = "kiln 0.1.0 (artifact 1)";
+
+std::string kiln::cli::getCacheDirectory() {
+  if (std::optional<std::string> dir = sys::Process::GetEnv("KILN_CACHE_DIR"))
+    return *dir;
+  SmallString<128> path;
+  if (std::optional<std::string> xdg = sys::Process::GetEnv("XDG_CACHE_HOME")) {
+    path = *xdg;
+  } else if (!sys::path::home_directory(path)) {
+    path = "/tmp";
+  } else {
+    sys::path::append(path, ".cache");
+  }
+  sys::path::append(path, "kiln");
+  return std::string(path);
+}
+
+/// Sets `key` of the module's graph.train dictionary.
+static void overrideTrainSetting(mlir::ModuleOp module, StringRef key,
+                                 int64_t value) {
+  mlir::Builder builder(module.getContext());
+  auto train = module->getAttrOfType<mlir::DictionaryAttr>(
+      graph::GraphDialect::kTrainAttr);
+  mlir::NamedAttrList entries(train ? train.getValue()
+                                    : ArrayRef<mlir::NamedAttribute>());
+  entries.set(key, builder.getI64IntegerAttr(value));
+  module->setAttr(graph::GraphDialect::kTrainAttr,
+                  entries.getDictionary(module.getContext()));
+}
+
+static std::optional<int64_t> readTrainSetting(mlir::ModuleOp module,
+                                               StringRef key) {
+  auto train = module->getAttrOfType<mlir::DictionaryAttr>(
+      graph::GraphDialect::kTrainAttr);
+  if (!train)
+    return std::nullopt;
+  if (auto value = train.getAs<mlir::IntegerAttr>(key))
+    return value.getInt();
+  return std::nullopt;
+}
+
+Expected<TrainArtifact>
+kiln::cli::compileForTraining(StringRef modelPath,
+                              const TrainCompileOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<LoadedModel> model = loadModelForCLI(modelPath);
+  if (!model->module)
+    return createStringError("the model has errors (see above)");
+  mlir::ModuleOp module = *model->module;
+  // Later errors point into the model file too, with its source lines.
+  mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                           model->context.get());
+  if (options.steps)
+    overrideTrainSetting(module, "steps", *options.steps);
+  if (options.accumulate)
+    overrideTrainSetting(module, "accumulate", *options.accumulate);
+
+  mlir::FailureOr<graph::TrainSettings> settings =
+      graph::TrainSettings::fromModule(module);
+  if (failed(settings))
+    return createStringError("invalid train block");
+  TrainArtifact artifact;
+  artifact.steps = settings->steps;
+  artifact.accumulate = settings->accumulate;
+  artifact.batchSeed = readTrainSetting(module, "batch_seed");
+  artifact.evalEvery = readTrainSetting(module, "eval_every");
+
+  // The key: the model text, the overrides, the device, the compiler.
+  auto buffer = MemoryBuffer::getFile(modelPath);
+  if (!buffer)
+    return createStringError("cannot read '" + modelPath +
+                             "': " + buffer.getError().message());
+  std::string keyText =
+      formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n",
+              kCompilerVersion, (*buffer)->getBuffer(), artifact.steps,
+              artifact.accumulate, options.device)
+          .str();
+  std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
+  SmallString<256> directory(getCacheDirectory());
+  sys::path::append(directory, sys::path::stem(modelPath) + "-" + key +
+                                   ".kiln.d");
+  artifact.directory = std::string(directory);
+
+  SmallString<256> plan(directory);
+  sys::path::append(plan, "plan.kpl");
+  if (sys::fs::exists(plan)) {
+    artifact.fromCache = true;
+    return artifact;
+  }
+
+  // Compile: training entries, kernels, then the artifact, written into a
+  // temporary directory renamed into place so that an interrupted compile
+  // never leaves a half-written artifact in the cache.
+  mlir::PassManager pm(model->context.get());
+  if (failed(graph::buildTrainFunctions(module, *settings)))
+    return createStringError("cannot build the training step (see above)");
+  buildKernelPipeline(pm, {});
+  if (failed(pm.run(module)))
+    return createStringError("compilation failed (see above)");
+
+  if (std::error_code error =
+          sys::fs::create_directories(sys::path::parent_path(directory)))
+    return createStringError("cannot create the cache directory '" +
+                             sys::path::parent_path(directory) +
+                             "': " + error.message());
+  std::string temporary =
+      (directory + formatv(".tmp.{0}", sys::Process::getProcessId())).str();
+  (void)sys::fs::remove_directories(temporary);
+  ArtifactOptions artifactOptions;
+  artifactOptions.compilerVersion = kCompilerVersion.str();
+  if (failed(writeArtifact(module, temporary, artifactOptions)))
+    return createStringError("cannot write the artifact (see above)");
+  if (std::error_code error = sys::fs::rename(temporary, directory)) {
+    // Another run may have put the same artifact there first.
+    (void)sys::fs::remove_directories(temporary);
+    if (!sys::fs::exists(plan))
+      return createStringError("cannot move the artifact into '" + directory +
+                               "': " + error.message());
+  }
+  artifact.compileSeconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+  return artifact;
+}

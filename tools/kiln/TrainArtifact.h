@@ -1,0 +1,55 @@
+//===- TrainArtifact.h - Compiling a model for training, cached -*- C++ -*-===//
+//
+// Part of Kiln. `kiln train` compiles a model into an artifact directory
+// (plan.kpl, kernels.so, model.h) once and reuses it: the cache key hashes
+// the model file, the options that change the compiled step, and the
+// compiler's version, so a second run starts at once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_TRAINARTIFACT_H
+#define KILN_TOOLS_KILN_TRAINARTIFACT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kiln::cli {
+
+/// What changes the compiled training step besides the model file.
+struct TrainCompileOptions {
+  /// Overrides the train block's `steps` (the schedule's length).
+  std::optional<int64_t> steps;
+  /// Overrides the train block's `accumulate`.
+  std::optional<int64_t> accumulate;
+  /// "cpu".
+  std::string device = "cpu";
+};
+
+/// The result of compiling (or finding in the cache).
+struct TrainArtifact {
+  std::string directory;
+  bool fromCache = false;
+  double compileSeconds = 0;
+  /// The train block's settings after overrides.
+  int64_t steps = 0;
+  int64_t accumulate = 1;
+  std::optional<int64_t> batchSeed, evalEvery;
+};
+
+/// The directory of Kiln's compiled-artifact cache: $KILN_CACHE_DIR, else
+/// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+std::string getCacheDirectory();
+
+/// Compiles `modelPath` for training, or finds the artifact in the cache.
+/// Front-end errors are printed (located) and returned as a plain failure.
+llvm::Expected<TrainArtifact>
+compileForTraining(llvm::StringRef modelPath,
+                   const TrainCompileOptions &options);
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_TRAINARTIFACT_H

@@ -1,0 +1,381 @@
+//===- TrainCommand.cpp - kiln train ---------------------------------------===//
+//
+// Part of Kiln. Compiles a model for training (cached), then runs its
+// training step on batches from .npy arrays or a token file, with progress,
+// evaluation, JSON-lines metrics and atomic, resumable checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "TrainArtifact.h"
+#include "TrainSession.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace llvm;
+using namespace kiln;
+using namespace kiln::cli;
+
+cl::SubCommand kiln::cli::trainCommand(
+    "train", "Train a model on the CPU from .npy arrays or a token file");
+
+static cl::OptionCategory &category = kiln::cli::optionCategory;
+#define TRAIN_OPTION cl::sub(kiln::cli::trainCommand), cl::cat(category)
+
+static cl::opt<std::string> trainModel(cl::Positional, cl::Required,
+                                       cl::desc("MODEL.kiln"), TRAIN_OPTION);
+static cl::list<std::string>
+    dataFiles("data", cl::desc("Training data for an input, as .npy"),
+              cl::value_desc("NAME=FILE.npy"), TRAIN_OPTION);
+static cl::opt<std::string>
+    tokenFile("tokens",
+              cl::desc("A token file (.txt/.bin bytes, or KILNTOK1 uint16) "
+                       "feeding windows of T+1 tokens to `tokens`/`targets`"),
+              cl::value_desc("FILE"), TRAIN_OPTION);
+static cl::list<std::string>
+    evalFiles("eval", cl::desc("Evaluation data for an input, as .npy"),
+              cl::value_desc("NAME=FILE.npy"), TRAIN_OPTION);
+static cl::opt<std::string>
+    evalTokenFile("eval-tokens", cl::desc("A held-out token file"),
+                  cl::value_desc("FILE"), TRAIN_OPTION);
+static cl::opt<int64_t> stepsOption("steps",
+                                    cl::desc("Optimizer steps (default: the "
+                                             "train block's)"),
+                                    TRAIN_OPTION);
+static cl::opt<uint64_t> batchSeed("batch-seed",
+                                   cl::desc("Seed of the data order (default: "
+                                            "the train block's batch_seed, "
+                                            "else 0)"),
+                                   TRAIN_OPTION);
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Seed of the initializers and dropout"),
+                              cl::init(0), TRAIN_OPTION);
+static cl::opt<int64_t> evalEvery("eval-every",
+                                  cl::desc("Evaluate every N steps (default: "
+                                           "the train block's eval_every, "
+                                           "else steps / 10); also at the end"),
+                                  TRAIN_OPTION);
+static cl::opt<int64_t>
+    evalBatches("eval-batches",
+                cl::desc("Windows of eval tokens per evaluation, in batches "
+                         "(0: as many as the file holds)"),
+                cl::init(0), TRAIN_OPTION);
+static cl::opt<std::string>
+    initFrom("init-from",
+             cl::desc("Initial parameters from a .safetensors file"),
+             cl::value_desc("WEIGHTS.safetensors"), TRAIN_OPTION);
+static cl::opt<std::string> metricsFile("metrics",
+                                        cl::desc("Write metrics as JSON lines"),
+                                        cl::value_desc("FILE.jsonl"),
+                                        TRAIN_OPTION);
+static cl::opt<std::string>
+    saveFile("save", cl::desc("Save a checkpoint here at the end (and with "
+                              "--save-every)"),
+             cl::value_desc("CKPT.safetensors"), TRAIN_OPTION);
+static cl::opt<int64_t> saveEvery("save-every",
+                                  cl::desc("Also save every N steps"),
+                                  cl::init(0), TRAIN_OPTION);
+static cl::opt<std::string>
+    resumeFile("resume",
+               cl::desc("Continue bit-exactly from a checkpoint: parameters, "
+                        "optimizer state, step and data position"),
+               cl::value_desc("CKPT.safetensors"), TRAIN_OPTION);
+static cl::opt<std::string> device("device", cl::desc("cpu"), cl::init("cpu"),
+                                   TRAIN_OPTION);
+static cl::opt<int32_t> threads("threads",
+                                cl::desc("Worker threads (0: all cores)"),
+                                cl::init(0), TRAIN_OPTION);
+static cl::opt<bool> checkNumerics(
+    "check-numerics",
+    cl::desc("Stop at the first NaN or infinity, naming the model line"),
+    TRAIN_OPTION);
+static cl::opt<bool> quiet("quiet", cl::desc("Print only the summary"),
+                           TRAIN_OPTION);
+
+namespace {
+/// Prints progress: one updating line on a terminal, plain lines otherwise.
+class Progress {
+public:
+  Progress(int64_t steps, bool quiet)
+      : steps(steps), quiet(quiet),
+        terminal(sys::Process::StandardErrIsDisplayed()),
+        every(std::max<int64_t>(1, steps / 25)) {}
+
+  void step(int64_t step, double loss, double lr, double stepMs,
+            double itemsPerSecond, StringRef itemName) {
+    if (quiet)
+      return;
+    double remaining = double(steps - step) * stepMs / 1e3;
+    std::string line = formatv("step {0,6}/{1}  loss {2:f4}  lr {3:e2}  "
+                               "{4:f0} {5}/s  {6:f1} ms/step  ETA {7}",
+                               step, steps, loss, lr, itemsPerSecond, itemName,
+                               stepMs, formatDuration(remaining))
+                           .str();
+    if (terminal) {
+      errs() << "\r" << line << "\x1b[K";
+      if (step == steps)
+        errs() << "\n";
+    } else if (step % every == 0 || step == steps || step == 1) {
+      errs() << line << "\n";
+    }
+  }
+
+  void message(const Twine &text) {
+    if (terminal && !quiet)
+      errs() << "\r\x1b[K";
+    errs() << text << "\n";
+  }
+
+  static std::string formatDuration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0)
+      return "?";
+    int64_t s = int64_t(seconds + 0.5);
+    if (s >= 3600)
+      return formatv("{0}h{1:02}m", s / 3600, (s / 60) % 60).str();
+    if (s >= 60)
+      return formatv("{0}m{1:02}s", s / 60, s % 60).str();
+    return formatv("{0}s", s).str();
+  }
+
+private:
+  int64_t steps;
+  bool quiet, terminal;
+  int64_t every;
+};
+} // namespace
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "kiln train") << message << "\n";
+  return 1;
+}
+
+static int fail(Error error) {
+  std::string message = toString(std::move(error));
+  return fail(message);
+}
+
+/// Checkpoint metadata: where the data stream stands, as JSON.
+static std::string checkpointMetadata(const data::Dataset &dataset,
+                                      uint64_t batchSeed) {
+  json::Object object{{"data_position", dataset.position().toString()},
+                      {"batch_seed", int64_t(batchSeed)}};
+  return formatv("{0}", json::Value(std::move(object))).str();
+}
+
+int kiln::cli::runTrain() {
+  auto startTime = std::chrono::steady_clock::now();
+  if (dataFiles.empty() == tokenFile.empty())
+    return fail("give the training data with --data NAME=FILE.npy ... or "
+                "with --tokens FILE (one of the two)");
+  if (!evalFiles.empty() && !evalTokenFile.empty())
+    return fail("give evaluation data with --eval or with --eval-tokens, "
+                "not both");
+  if (!initFrom.empty() && !resumeFile.empty())
+    return fail("--init-from and --resume exclude each other");
+  if (stepsOption.getNumOccurrences() && stepsOption < 1)
+    return fail("--steps must be at least 1");
+
+  DataSource trainData, evalData;
+  auto trainArrays = parseNamedFiles(dataFiles, "data");
+  if (!trainArrays)
+    return fail(trainArrays.takeError());
+  trainData.arrays = std::move(*trainArrays);
+  trainData.tokenFile = tokenFile;
+  auto evalArrays = parseNamedFiles(evalFiles, "eval");
+  if (!evalArrays)
+    return fail(evalArrays.takeError());
+  evalData.arrays = std::move(*evalArrays);
+  evalData.tokenFile = evalTokenFile;
+
+  // Compile (or reuse the cached artifact).
+  TrainCompileOptions compileOptions;
+  if (stepsOption.getNumOccurrences())
+    compileOptions.steps = stepsOption;
+  compileOptions.device = device;
+  Expected<TrainArtifact> artifact =
+      compileForTraining(trainModel, compileOptions);
+  if (!artifact)
+    return fail(artifact.takeError());
+  Progress progress(artifact->steps, quiet);
+  if (artifact->fromCache)
+    progress.message("using the compiled artifact " + artifact->directory);
+  else
+    progress.message(formatv("compiled in {0:f1} s: {1}",
+                             artifact->compileSeconds, artifact->directory));
+
+  Expected<std::unique_ptr<TrainSession>> opened =
+      TrainSession::open(artifact->directory, device, threads);
+  if (!opened)
+    return fail(opened.takeError());
+  TrainSession &session = **opened;
+
+  uint64_t dataSeed = batchSeed.getNumOccurrences()
+                          ? uint64_t(batchSeed)
+                          : uint64_t(artifact->batchSeed.value_or(0));
+  auto trainSet = session.openDataset(trainData, /*training=*/true, dataSeed);
+  if (!trainSet)
+    return fail(trainSet.takeError());
+  std::unique_ptr<data::Dataset> evalSet;
+  if (!evalData.empty()) {
+    auto opened = session.openDataset(evalData, /*training=*/false, 0,
+                                      evalBatches);
+    if (!opened)
+      return fail(opened.takeError());
+    evalSet = std::move(*opened);
+  }
+
+  // Parameters: fresh, from weights, or from a checkpoint with the data
+  // position, so that a resumed run sees the batches an uninterrupted one
+  // would.
+  if (!resumeFile.empty()) {
+    Expected<std::string> metadata = session.resume(resumeFile);
+    if (!metadata)
+      return fail(metadata.takeError());
+    Expected<json::Value> parsed = json::parse(*metadata);
+    const json::Object *object = parsed ? parsed->getAsObject() : nullptr;
+    std::optional<StringRef> position =
+        object ? object->getString("data_position") : std::nullopt;
+    if (!parsed)
+      consumeError(parsed.takeError());
+    if (!position)
+      return fail("'" + resumeFile + "' holds no data position: was it "
+                  "saved by kiln train?");
+    data::DataPosition where;
+    if (Status status = data::DataPosition::parse(position->str(), where);
+        !status)
+      return fail(status.message());
+    if (Status status = (*trainSet)->seek(where); !status)
+      return fail(status.message());
+    progress.message(formatv("resumed at step {0} from {1}", session.step(),
+                             resumeFile));
+  } else {
+    if (Error error = session.initialize(seed))
+      return fail(std::move(error));
+    if (!initFrom.empty())
+      if (Error error = session.loadParameters(initFrom))
+        return fail(std::move(error));
+  }
+  if (checkNumerics)
+    if (Error error = session.setCheckNumerics(true))
+      return fail(std::move(error));
+
+  std::unique_ptr<raw_fd_ostream> metrics;
+  if (!metricsFile.empty()) {
+    std::error_code error;
+    metrics = std::make_unique<raw_fd_ostream>(
+        metricsFile, error,
+        resumeFile.empty() ? sys::fs::OF_Text : sys::fs::OF_Append);
+    if (error)
+      return fail("cannot write '" + metricsFile + "': " + error.message());
+  }
+  auto writeMetrics = [&](json::Object object) {
+    if (metrics) {
+      *metrics << formatv("{0}", json::Value(std::move(object))) << "\n";
+      metrics->flush();
+    }
+  };
+
+  bool accumulating = artifact->accumulate > 1;
+  int64_t steps = artifact->steps;
+  int64_t every = evalEvery.getNumOccurrences()
+                      ? int64_t(evalEvery)
+                      : artifact->evalEvery.value_or(std::max<int64_t>(1, steps / 10));
+  bool isTokens = !tokenFile.empty();
+  int64_t batchItems = (*trainSet)->batchSize();
+  if (isTokens)
+    for (const PlanInput &input : session.inputs())
+      if (input.name == "tokens")
+        batchItems = input.shape[0] * input.shape[1];
+  StringRef itemName = isTokens ? "tokens" : "samples";
+
+  auto evaluate = [&](int64_t step) -> Error {
+    if (!evalSet)
+      return Error::success();
+    Expected<EvalResult> result = session.evaluate(*evalSet);
+    if (!result)
+      return result.takeError();
+    json::Object object{{"step", step}, {"eval_loss", result->loss}};
+    std::string line = formatv("eval at step {0}: loss {1:f4}", step,
+                               result->loss)
+                           .str();
+    if (result->accuracy) {
+      object["eval_accuracy"] = *result->accuracy;
+      line += formatv(", accuracy {0:f2}%", *result->accuracy * 100).str();
+    }
+    progress.message(line);
+    writeMetrics(std::move(object));
+    return Error::success();
+  };
+
+  double lastLoss = NAN;
+  for (int64_t step = int64_t(session.step()) + 1; step <= steps; ++step) {
+    auto stepStart = std::chrono::steady_clock::now();
+    std::optional<double> loss;
+    int64_t microBatches = accumulating ? artifact->accumulate : 1;
+    double lossSum = 0;
+    for (int64_t micro = 0; micro < microBatches; ++micro) {
+      data::Batch batch;
+      if (Status status = (*trainSet)->next(batch); !status)
+        return fail(status.message());
+      if (Error error = session.bind(batch))
+        return fail(std::move(error));
+      if (Error error =
+              session.run(accumulating ? "accumulate_step" : "train_step"))
+        return fail(std::move(error));
+      loss = session.readScalar("loss");
+      lossSum += loss.value_or(NAN);
+    }
+    if (accumulating)
+      if (Error error = session.run("apply_step"))
+        return fail(std::move(error));
+    double stepMs = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - stepStart)
+                        .count();
+    lastLoss = lossSum / double(microBatches);
+    double lr = session.readScalar("lr").value_or(NAN);
+    double itemsPerSecond =
+        double(batchItems * microBatches) / (stepMs / 1e3);
+    progress.step(step, lastLoss, lr, stepMs, itemsPerSecond, itemName);
+    json::Object record{{"step", step},
+                        {"loss", lastLoss},
+                        {"lr", lr},
+                        {"step_ms", stepMs},
+                        {isTokens ? "tokens_per_s" : "samples_per_s",
+                         itemsPerSecond}};
+    if (std::optional<double> norm = session.readScalar("grad_norm"))
+      record["grad_norm"] = *norm;
+    writeMetrics(std::move(record));
+    if (!std::isfinite(lastLoss))
+      return fail(formatv("the loss is {0} at step {1}; rerun with "
+                          "--check-numerics to find the op that made it",
+                          lastLoss, step));
+
+    if (step % every == 0 || step == steps)
+      if (Error error = evaluate(step))
+        return fail(std::move(error));
+    if (!saveFile.empty() &&
+        ((saveEvery > 0 && step % saveEvery == 0) || step == steps))
+      if (Error error =
+              session.save(saveFile, checkpointMetadata(**trainSet, dataSeed)))
+        return fail(std::move(error));
+  }
+
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - startTime)
+                       .count();
+  outs() << formatv("trained {0} to step {1} in {2}: final loss {3:f4}\n",
+                    trainModel, session.step(),
+                    Progress::formatDuration(seconds), lastLoss);
+  if (!saveFile.empty())
+    outs() << "checkpoint: " << saveFile << "\n";
+  return 0;
+}

@@ -1,0 +1,106 @@
+//===- TrainSession.h - A runtime session fed by data loaders ---*- C++ -*-===//
+//
+// Part of Kiln. The pieces of `kiln train` between the runtime's C API and
+// the data loaders: opening the artifact, matching datasets to the plan's
+// inputs (shapes and dtypes checked, errors naming the input and the file),
+// running steps and evaluations, checkpoints with the data position.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_TRAINSESSION_H
+#define KILN_TOOLS_KILN_TRAINSESSION_H
+
+#include "kiln/DataLoader.h"
+#include "kiln/runtime.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+/// Where training or evaluation data comes from: `.npy` arrays by input
+/// name, or one token file for a language model's `tokens`/`targets`.
+struct DataSource {
+  std::vector<std::pair<std::string, std::string>> arrays;
+  std::string tokenFile;
+  bool empty() const { return arrays.empty() && tokenFile.empty(); }
+};
+
+/// An input of the plan: its name, dtype and shape.
+struct PlanInput {
+  std::string name;
+  kiln_dtype dtype;
+  std::vector<int64_t> shape;
+};
+
+/// Averages of one evaluation pass.
+struct EvalResult {
+  double loss = 0;
+  std::optional<double> accuracy;
+  int64_t examples = 0;
+};
+
+/// A runtime session with its artifact, owning both.
+class TrainSession {
+public:
+  ~TrainSession();
+
+  /// Opens the artifact at `directory` and creates a session on `device`.
+  static llvm::Expected<std::unique_ptr<TrainSession>>
+  open(const std::string &directory, const std::string &device,
+       int32_t numThreads);
+
+  /// Opens a dataset for the inputs of `entry`: shuffled with `seed` for
+  /// training, sequential for evaluation (`evalBatches` windows of a token
+  /// file; 0: as many as fit).
+  llvm::Expected<std::unique_ptr<data::Dataset>>
+  openDataset(const DataSource &source, bool training, uint64_t seed,
+              int64_t evalBatches = 0);
+
+  /// Binds one batch to the plan's inputs of the same names.
+  llvm::Error bind(const data::Batch &batch);
+  /// Runs an entry point.
+  llvm::Error run(const char *entry);
+  /// Reads a scalar f32/f64 output, or nullopt if the entry has none of that
+  /// name.
+  std::optional<double> readScalar(const char *name);
+  /// Evaluates `eval_step` over one pass of `dataset`.
+  llvm::Expected<EvalResult> evaluate(data::Dataset &dataset);
+
+  llvm::Error initialize(uint64_t seed);
+  llvm::Error loadParameters(const std::string &path);
+  /// Loads a full checkpoint and returns its metadata string.
+  llvm::Expected<std::string> resume(const std::string &path);
+  llvm::Error save(const std::string &path, const std::string &metadata);
+  uint64_t step() const;
+  /// Stop at the first NaN or infinity, naming the op's model line.
+  llvm::Error setCheckNumerics(bool enabled);
+  bool hasEntry(llvm::StringRef name) const;
+  const std::vector<PlanInput> &inputs() const { return planInputs; }
+
+  /// The error of the last failing runtime call on this session.
+  llvm::Error lastError(llvm::StringRef what) const;
+
+private:
+  TrainSession() = default;
+  const PlanInput *findInput(llvm::StringRef name) const;
+
+  kiln_artifact *artifact = nullptr;
+  kiln_session *session = nullptr;
+  std::vector<PlanInput> planInputs;
+  std::vector<std::string> entries;
+  llvm::StringMap<std::pair<kiln_dtype, std::vector<int64_t>>> outputs;
+};
+
+/// Parses `NAME=FILE` pairs.
+llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+parseNamedFiles(llvm::ArrayRef<std::string> specs, llvm::StringRef option);
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_TRAINSESSION_H
