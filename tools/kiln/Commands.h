@@ -20,6 +20,7 @@ extern llvm::cl::SubCommand checkCommand;
 extern llvm::cl::SubCommand compileCommand;
 extern llvm::cl::SubCommand runCommand;
 extern llvm::cl::SubCommand trainCommand;
+extern llvm::cl::SubCommand inspectCommand;
 
 /// `kiln check MODEL.kiln`: parse, verify, print a summary.
 int runCheck();
@@ -29,6 +30,8 @@ int runCompile();
 int runRun();
 /// `kiln train MODEL.kiln (--data NAME=FILE ... | --tokens FILE) ...`.
 int runTrain();
+/// `kiln inspect OUT.kiln.d`: print the plan of an artifact.
+int runInspect();
 
 } // namespace kiln::cli
 

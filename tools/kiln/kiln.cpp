@@ -20,7 +20,7 @@ int main(int argc, char **argv) {
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
         &kiln::cli::compileCommand, &kiln::cli::runCommand,
-        &kiln::cli::trainCommand})
+        &kiln::cli::trainCommand, &kiln::cli::inspectCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -28,7 +28,8 @@ int main(int argc, char **argv) {
       "  kiln check MODEL.kiln             parse, verify, summarize\n"
       "  kiln compile MODEL.kiln --emit=graph\n"
       "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n"
-      "  kiln train MODEL.kiln (--data NAME=FILE.npy ... | --tokens FILE)\n\n"
+      "  kiln train MODEL.kiln (--data NAME=FILE.npy ... | --tokens FILE)\n"
+      "  kiln inspect OUT.kiln.d\n\n"
       "Run `kiln SUBCOMMAND --help` for a subcommand's options.\n");
 
   if (kiln::cli::checkCommand)
@@ -39,9 +40,12 @@ int main(int argc, char **argv) {
     return kiln::cli::runRun();
   if (kiln::cli::trainCommand)
     return kiln::cli::runTrain();
+  if (kiln::cli::inspectCommand)
+    return kiln::cli::runInspect();
 
   WithColor::error(errs(), "kiln")
-      << "missing subcommand: expected check, compile, run or train "
+      << "missing subcommand: expected check, compile, run, train or "
+         "inspect "
          "(see `kiln --help`)\n";
   return 1;
 }
