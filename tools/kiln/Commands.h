@@ -21,6 +21,7 @@ extern llvm::cl::SubCommand compileCommand;
 extern llvm::cl::SubCommand runCommand;
 extern llvm::cl::SubCommand trainCommand;
 extern llvm::cl::SubCommand inspectCommand;
+extern llvm::cl::SubCommand sampleCommand;
 
 /// `kiln check MODEL.kiln`: parse, verify, print a summary.
 int runCheck();
@@ -32,6 +33,8 @@ int runRun();
 int runTrain();
 /// `kiln inspect OUT.kiln.d`: print the plan of an artifact.
 int runInspect();
+/// `kiln sample CKPT --model MODEL --prompt TEXT`: generate text.
+int runSample();
 
 } // namespace kiln::cli
 

@@ -103,14 +103,16 @@ kiln::cli::compileForTraining(StringRef modelPath,
     return createStringError("cannot read '" + modelPath +
                              "': " + buffer.getError().message());
   std::string keyText =
-      formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n",
+      formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
+              "inference={5}\n",
               kCompilerVersion, (*buffer)->getBuffer(), artifact.steps,
-              artifact.accumulate, options.device)
+              artifact.accumulate, options.device, options.inferenceOnly)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
-  sys::path::append(directory, sys::path::stem(modelPath) + "-" + key +
-                                   ".kiln.d");
+  sys::path::append(directory, sys::path::stem(modelPath) +
+                                   (options.inferenceOnly ? "-predict-" : "-") +
+                                   key + ".kiln.d");
   artifact.directory = std::string(directory);
 
   SmallString<256> plan(directory);
@@ -124,7 +126,8 @@ kiln::cli::compileForTraining(StringRef modelPath,
   // temporary directory renamed into place so that an interrupted compile
   // never leaves a half-written artifact in the cache.
   mlir::PassManager pm(model->context.get());
-  if (failed(graph::buildTrainFunctions(module, *settings)))
+  if (!options.inferenceOnly &&
+      failed(graph::buildTrainFunctions(module, *settings)))
     return createStringError("cannot build the training step (see above)");
   buildKernelPipeline(pm, {});
   if (failed(pm.run(module)))

@@ -27,6 +27,9 @@ struct TrainCompileOptions {
   std::optional<int64_t> accumulate;
   /// "cpu".
   std::string device = "cpu";
+  /// Compile only the inference entries (predict, eval_step), for sampling
+  /// from a checkpoint: no training step, no optimizer state.
+  bool inferenceOnly = false;
 };
 
 /// The result of compiling (or finding in the cache).

@@ -346,3 +346,23 @@ Error TrainSession::setCheckNumerics(bool enabled) {
     return lastError("cannot set check-numerics");
   return Error::success();
 }
+
+const std::pair<kiln_dtype, std::vector<int64_t>> *
+TrainSession::findOutput(StringRef name) const {
+  auto it = outputs.find(name);
+  return it == outputs.end() ? nullptr : &it->second;
+}
+
+Error TrainSession::readOutput(const char *name, std::vector<float> &values) {
+  const auto *output = findOutput(name);
+  if (!output || output->first != KILN_F32)
+    return createStringError(formatv("the plan has no f32 output '{0}'", name));
+  int64_t count = 1;
+  for (int64_t dim : output->second)
+    count *= dim;
+  values.resize(count);
+  if (kiln_session_read_output(session, name, KILN_F32, values.data(),
+                               values.size() * sizeof(float)) != KILN_OK)
+    return lastError(formatv("cannot read '{0}'", name).str());
+  return Error::success();
+}

@@ -69,6 +69,11 @@ public:
   /// Reads a scalar f32/f64 output, or nullopt if the entry has none of that
   /// name.
   std::optional<double> readScalar(const char *name);
+  /// Copies an f32 output (after a run) into `values`.
+  llvm::Error readOutput(const char *name, std::vector<float> &values);
+  /// The dtype and shape of an output, if the plan has it.
+  const std::pair<kiln_dtype, std::vector<int64_t>> *
+  findOutput(llvm::StringRef name) const;
   /// Evaluates `eval_step` over one pass of `dataset`.
   llvm::Expected<EvalResult> evaluate(data::Dataset &dataset);
 

@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
         &kiln::cli::compileCommand, &kiln::cli::runCommand,
-        &kiln::cli::trainCommand, &kiln::cli::inspectCommand})
+        &kiln::cli::trainCommand, &kiln::cli::inspectCommand,
+        &kiln::cli::sampleCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -29,7 +30,8 @@ int main(int argc, char **argv) {
       "  kiln compile MODEL.kiln --emit=graph\n"
       "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n"
       "  kiln train MODEL.kiln (--data NAME=FILE.npy ... | --tokens FILE)\n"
-      "  kiln inspect OUT.kiln.d\n\n"
+      "  kiln inspect OUT.kiln.d\n"
+      "  kiln sample CKPT.safetensors --model MODEL.kiln --prompt TEXT\n\n"
       "Run `kiln SUBCOMMAND --help` for a subcommand's options.\n");
 
   if (kiln::cli::checkCommand)
@@ -42,6 +44,8 @@ int main(int argc, char **argv) {
     return kiln::cli::runTrain();
   if (kiln::cli::inspectCommand)
     return kiln::cli::runInspect();
+  if (kiln::cli::sampleCommand)
+    return kiln::cli::runSample();
 
   WithColor::error(errs(), "kiln")
       << "missing subcommand: expected check, compile, run, train or "
