@@ -19,3 +19,8 @@ config.substitutions.append(("%kiln_src", config.kiln_src_root))
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
 if config.kiln_has_ptxas:
     config.available_features.add("ptxas")
+
+# Compiled artifacts of kiln train/sample go to a cache inside the build tree,
+# never to the user's ~/.cache.
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root,
+                                                    "kiln-cache")
