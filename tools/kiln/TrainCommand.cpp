@@ -51,6 +51,11 @@ static cl::opt<int64_t> stepsOption("steps",
                                     cl::desc("Optimizer steps (default: the "
                                              "train block's)"),
                                     TRAIN_OPTION);
+static cl::opt<int64_t>
+    untilStep("until",
+              cl::desc("Stop after this step; the schedule still spans "
+                       "--steps (to save a checkpoint mid-run and --resume)"),
+              TRAIN_OPTION);
 static cl::opt<uint64_t> batchSeed("batch-seed",
                                    cl::desc("Seed of the data order (default: "
                                             "the train block's batch_seed, "
@@ -183,6 +188,8 @@ int kiln::cli::runTrain() {
     return fail("--init-from and --resume exclude each other");
   if (stepsOption.getNumOccurrences() && stepsOption < 1)
     return fail("--steps must be at least 1");
+  if (untilStep.getNumOccurrences() && untilStep < 1)
+    return fail("--until must be at least 1");
 
   DataSource trainData, evalData;
   auto trainArrays = parseNamedFiles(dataFiles, "data");
@@ -286,6 +293,9 @@ int kiln::cli::runTrain() {
 
   bool accumulating = artifact->accumulate > 1;
   int64_t steps = artifact->steps;
+  int64_t lastStep = untilStep.getNumOccurrences()
+                         ? std::min<int64_t>(untilStep, steps)
+                         : steps;
   int64_t every = evalEvery.getNumOccurrences()
                       ? int64_t(evalEvery)
                       : artifact->evalEvery.value_or(std::max<int64_t>(1, steps / 10));
@@ -317,7 +327,7 @@ int kiln::cli::runTrain() {
   };
 
   double lastLoss = NAN;
-  for (int64_t step = int64_t(session.step()) + 1; step <= steps; ++step) {
+  for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     std::optional<double> loss;
     int64_t microBatches = accumulating ? artifact->accumulate : 1;
@@ -359,11 +369,11 @@ int kiln::cli::runTrain() {
                           "--check-numerics to find the op that made it",
                           lastLoss, step));
 
-    if (step % every == 0 || step == steps)
+    if (step % every == 0 || step == lastStep)
       if (Error error = evaluate(step))
         return fail(std::move(error));
     if (!saveFile.empty() &&
-        ((saveEvery > 0 && step % saveEvery == 0) || step == steps))
+        ((saveEvery > 0 && step % saveEvery == 0) || step == lastStep))
       if (Error error =
               session.save(saveFile, checkpointMetadata(**trainSet, dataSeed)))
         return fail(std::move(error));
