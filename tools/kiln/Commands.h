@@ -18,6 +18,7 @@ extern llvm::cl::OptionCategory optionCategory;
 
 extern llvm::cl::SubCommand checkCommand;
 extern llvm::cl::SubCommand compileCommand;
+extern llvm::cl::SubCommand plotCommand;
 extern llvm::cl::SubCommand runCommand;
 extern llvm::cl::SubCommand trainCommand;
 extern llvm::cl::SubCommand inspectCommand;
@@ -29,6 +30,8 @@ int runCheck();
 int runCompile();
 /// `kiln run MODEL.kiln --input NAME=FILE.npy ...`: evaluate the forward.
 int runRun();
+/// `kiln plot METRICS.jsonl... -o FILE.svg`: draw loss curves.
+int runPlot();
 /// `kiln train MODEL.kiln (--data NAME=FILE ... | --tokens FILE) ...`.
 int runTrain();
 /// `kiln inspect OUT.kiln.d`: print the plan of an artifact.

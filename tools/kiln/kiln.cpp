@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
         &kiln::cli::compileCommand, &kiln::cli::runCommand,
+        &kiln::cli::plotCommand,
         &kiln::cli::trainCommand, &kiln::cli::inspectCommand,
         &kiln::cli::sampleCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
@@ -40,6 +41,8 @@ int main(int argc, char **argv) {
     return kiln::cli::runCompile();
   if (kiln::cli::runCommand)
     return kiln::cli::runRun();
+  if (kiln::cli::plotCommand)
+    return kiln::cli::runPlot();
   if (kiln::cli::trainCommand)
     return kiln::cli::runTrain();
   if (kiln::cli::inspectCommand)
