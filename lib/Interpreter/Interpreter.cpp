@@ -118,6 +118,24 @@ public:
   }
 
 private:
+  /// The tensors of every operand of `op`.
+  llvm::SmallVector<const Tensor *> operandTensors(Operation *op) const {
+    llvm::SmallVector<const Tensor *> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(&lookup(operand));
+    return operands;
+  }
+
+  /// Binds every result of `op`, or forwards the error.
+  llvm::Error bindResults(Operation *op,
+                          llvm::Expected<llvm::SmallVector<Tensor>> results) {
+    if (!results)
+      return results.takeError();
+    for (auto [value, tensor] : llvm::zip_equal(op->getResults(), *results))
+      bind(value, std::move(tensor));
+    return llvm::Error::success();
+  }
+
   /// Binds the single result of `op`, or forwards the error.
   llvm::Error bindResult(Operation *op, llvm::Expected<Tensor> result) {
     if (!result)
@@ -172,14 +190,8 @@ llvm::Error Evaluation::evaluate(Operation *op) {
           inputs.push_back(&lookup(operand));
         return bindResult(op, evaluateConcat(c, inputs));
       })
-      .Case([&](graph::SplitOp s) -> llvm::Error {
-        llvm::Expected<llvm::SmallVector<Tensor>> pieces =
-            evaluateSplit(s, in(0));
-        if (!pieces)
-          return pieces.takeError();
-        for (auto [result, piece] : llvm::zip_equal(s.getResults(), *pieces))
-          bind(result, std::move(piece));
-        return llvm::Error::success();
+      .Case([&](graph::SplitOp s) {
+        return bindResults(op, evaluateSplit(s, in(0)));
       })
       .Case([&](graph::EmbeddingOp e) {
         return bindResult(op, evaluateEmbedding(e, in(0), in(1)));
@@ -206,30 +218,13 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             graph::SoftmaxGradOp, graph::LayerNormGradOp,
             graph::ReduceMaxGradOp, graph::AttentionGradOp,
             graph::CrossEntropyGradOp, graph::EmbeddingGradOp>(
-          [&](auto) -> llvm::Error {
-            llvm::SmallVector<const Tensor *> operands;
-            for (Value operand : op->getOperands())
-              operands.push_back(&lookup(operand));
-            auto results = evaluateGradOp(op, operands);
-            if (!results)
-              return results.takeError();
-            for (auto [value, tensor] :
-                 llvm::zip_equal(op->getResults(), *results))
-              bind(value, std::move(tensor));
-            return llvm::Error::success();
+          [&](auto) {
+            return bindResults(op, evaluateGradOp(op, operandTensors(op)));
           })
       .Case<graph::LrScheduleOp, graph::GlobalNormOp, graph::ClipScaleOp,
             graph::SgdUpdateOp, graph::MomentumUpdateOp,
-            graph::AdamWUpdateOp>([&](auto) -> llvm::Error {
-        llvm::SmallVector<const Tensor *> operands;
-        for (Value operand : op->getOperands())
-          operands.push_back(&lookup(operand));
-        auto results = evaluateOptimizerOp(op, operands);
-        if (!results)
-          return results.takeError();
-        for (auto [value, tensor] : llvm::zip_equal(op->getResults(), *results))
-          bind(value, std::move(tensor));
-        return llvm::Error::success();
+            graph::AdamWUpdateOp>([&](auto) {
+        return bindResults(op, evaluateOptimizerOp(op, operandTensors(op)));
       })
       .Default([&](Operation *) {
         return makeOpError(op, "is not supported by the interpreter");
