@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
       "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n"
       "  kiln train MODEL.kiln (--data NAME=FILE.npy ... | --tokens FILE)\n"
       "  kiln inspect OUT.kiln.d\n"
+      "  kiln plot METRICS.jsonl ... -o loss.svg\n"
       "  kiln sample CKPT.safetensors --model MODEL.kiln --prompt TEXT\n\n"
       "Run `kiln SUBCOMMAND --help` for a subcommand's options.\n");
 
@@ -51,8 +52,7 @@ int main(int argc, char **argv) {
     return kiln::cli::runSample();
 
   WithColor::error(errs(), "kiln")
-      << "missing subcommand: expected check, compile, run, train or "
-         "inspect "
-         "(see `kiln --help`)\n";
+      << "missing subcommand: expected check, compile, run, train, sample, "
+         "inspect or plot (see `kiln --help`)\n";
   return 1;
 }
