@@ -1,0 +1,214 @@
+//===- BuiltinsNN.cpp - Neural-network builtins ---------------------------===//
+//
+// Part of Kiln. embed, layer_norm, softmax, attention, cross_entropy,
+// dropout and cast.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BuiltinSupport.h"
+
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/IR/GraphShapes.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::frontend;
+using namespace kiln::frontend::builtins;
+using llvm::SMLoc;
+using llvm::StringRef;
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+Result builtins::emitEmbed(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> table = args.floatTensor("table"),
+                       ids = args.tensor("ids");
+  if (failed(table) || failed(ids))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (!elementTypeOf(*ids).isInteger(32) && !elementTypeOf(*ids).isInteger(64))
+    return shapeError(emitter, args.getLoc("ids"), "embed",
+                      "ids must be i32 or i64, got " + ids->describe(),
+                      {{"ids", *ids}});
+  std::string message;
+  auto shape =
+      graph::inferEmbeddingShape(table->getTensorType().getShape(),
+                                 ids->getTensorType().getShape(), message);
+  if (failed(shape))
+    return shapeError(emitter, loc, "embed", message,
+                      {{"table", *table}, {"ids", *ids}});
+  return tensorResult(
+      emitOp<graph::EmbeddingOp>(emitter, loc,
+                                 tensorType(*shape, elementTypeOf(*table)),
+                                 table->tensor, ids->tensor),
+      loc);
+}
+
+Result builtins::emitLayerNorm(ModelEmitter &emitter,
+                               const CallArguments &args) {
+  FailureOr<EvalValue> x = args.floatTensor("x"), g = args.floatTensor("gamma"),
+                       b = args.floatTensor("beta");
+  FailureOr<double> eps = args.number("eps", 1e-5);
+  if (failed(x) || failed(g) || failed(b) || failed(eps))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (!(*eps > 0.0))
+    return emitter.error(args.getLoc("eps"), "layer_norm needs eps > 0");
+  if (elementTypeOf(*x) != elementTypeOf(*g) ||
+      elementTypeOf(*x) != elementTypeOf(*b))
+    return shapeError(emitter, loc, "layer_norm",
+                      "x, gamma and beta differ in element type",
+                      {{"x", *x}, {"gamma", *g}, {"beta", *b}});
+  std::string message;
+  auto shape = graph::inferLayerNormShape(
+      x->getTensorType().getShape(), g->getTensorType().getShape(),
+      b->getTensorType().getShape(), message);
+  if (failed(shape))
+    return shapeError(emitter, loc, "layer_norm", message,
+                      {{"x", *x}, {"gamma", *g}, {"beta", *b}});
+  return tensorResult(emitOp<graph::LayerNormOp>(emitter, loc, x->tensor,
+                                                 g->tensor, b->tensor, *eps),
+                      loc);
+}
+
+Result builtins::emitSoftmax(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> x = args.floatTensor("x");
+  if (failed(x))
+    return failure();
+  FailureOr<int64_t> axis =
+      userAxis(emitter, args, "axis", -1, x->getTensorType().getRank());
+  if (failed(axis))
+    return failure();
+  return tensorResult(
+      emitOp<graph::SoftmaxOp>(emitter, args.getCallLoc(), x->tensor, *axis),
+      args.getCallLoc());
+}
+
+Result builtins::emitAttention(ModelEmitter &emitter,
+                               const CallArguments &args) {
+  FailureOr<EvalValue> q = args.floatTensor("q"), k = args.floatTensor("k"),
+                       v = args.floatTensor("v");
+  FailureOr<bool> causal = args.boolean("causal", false);
+  if (failed(q) || failed(k) || failed(v) || failed(causal))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (elementTypeOf(*q) != elementTypeOf(*k) ||
+      elementTypeOf(*q) != elementTypeOf(*v))
+    return shapeError(emitter, loc, "attention",
+                      "q, k and v differ in element type",
+                      {{"q", *q}, {"k", *k}, {"v", *v}});
+  std::string message;
+  auto shape = graph::inferAttentionShape(
+      q->getTensorType().getShape(), k->getTensorType().getShape(),
+      v->getTensorType().getShape(), *causal, message);
+  if (failed(shape))
+    return shapeError(emitter, loc, "attention", message,
+                      {{"q", *q}, {"k", *k}, {"v", *v}});
+  OpBuilder &builder = emitter.getBuilder();
+  FloatAttr scale;
+  if (args.has("scale")) {
+    FailureOr<double> value = args.number("scale");
+    if (failed(value))
+      return failure();
+    scale = builder.getF64FloatAttr(*value);
+  }
+  return tensorResult(emitOp<graph::AttentionOp>(
+                          emitter, loc, tensorType(*shape, elementTypeOf(*q)),
+                          q->tensor, k->tensor, v->tensor,
+                          *causal ? builder.getUnitAttr() : UnitAttr(), scale),
+                      loc);
+}
+
+Result builtins::emitCrossEntropy(ModelEmitter &emitter,
+                                  const CallArguments &args) {
+  FailureOr<EvalValue> logits = args.floatTensor("logits"),
+                       targets = args.tensor("targets");
+  FailureOr<double> smoothing = args.number("label_smoothing", 0.0);
+  if (failed(logits) || failed(targets) || failed(smoothing))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (!(*smoothing >= 0.0 && *smoothing < 1.0))
+    return emitter.error(args.getLoc("label_smoothing"),
+                         "label_smoothing must be in [0, 1)");
+  Type targetType = elementTypeOf(*targets);
+  if (!targetType.isInteger(32) && !targetType.isInteger(64))
+    return shapeError(emitter, args.getLoc("targets"), "cross_entropy",
+                      "targets must be class indices (i32 or i64), got " +
+                          targets->describe(),
+                      {{"targets", *targets}});
+  std::string message;
+  auto shape = graph::inferCrossEntropyShape(
+      logits->getTensorType().getShape(), targets->getTensorType().getShape(),
+      message);
+  if (failed(shape))
+    return shapeError(emitter, loc, "cross_entropy", message,
+                      {{"logits", *logits}, {"targets", *targets}});
+  return tensorResult(emitOp<graph::CrossEntropyOp>(
+                          emitter, loc, tensorType({}, elementTypeOf(*logits)),
+                          logits->tensor, targets->tensor,
+                          emitter.getBuilder().getF64FloatAttr(*smoothing)),
+                      loc);
+}
+
+Result builtins::emitDropout(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> x = args.floatTensor("x");
+  FailureOr<double> rate = args.number("rate", 0.1);
+  if (failed(x) || failed(rate))
+    return failure();
+  if (!(*rate >= 0.0 && *rate < 1.0))
+    return emitter.error(args.getLoc("rate"), "dropout rate must be in [0, 1)");
+  OpBuilder &builder = emitter.getBuilder();
+  return tensorResult(
+      emitOp<graph::DropoutOp>(
+          emitter, args.getCallLoc(), x->getTensorType(), x->tensor,
+          builder.getF64FloatAttr(*rate),
+          builder.getI64IntegerAttr(emitter.nextDropoutStream())),
+      args.getCallLoc());
+}
+
+Result builtins::emitCast(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> x = args.tensor("x");
+  FailureOr<StringRef> name = args.word("type");
+  if (failed(x) || failed(name))
+    return failure();
+  std::optional<ast::ElementType> element = ast::parseElementTypeName(*name);
+  if (!element)
+    return emitter.error(args.getLoc("type"),
+                         "unknown element type '" + *name + "'" +
+                             didYouMean(*name, ast::getElementTypeNames()));
+  OpBuilder &builder = emitter.getBuilder();
+  Type type;
+  switch (*element) {
+  case ast::ElementType::F32:
+    type = builder.getF32Type();
+    break;
+  case ast::ElementType::F64:
+    type = builder.getF64Type();
+    break;
+  case ast::ElementType::F16:
+    type = builder.getF16Type();
+    break;
+  case ast::ElementType::BF16:
+    type = builder.getBF16Type();
+    break;
+  case ast::ElementType::I32:
+    type = builder.getI32Type();
+    break;
+  case ast::ElementType::I64:
+    type = builder.getI64Type();
+    break;
+  case ast::ElementType::I1:
+    type = builder.getI1Type();
+    break;
+  }
+  if (type == elementTypeOf(*x))
+    return *x;
+  return tensorResult(
+      emitOp<graph::CastOp>(emitter, args.getCallLoc(),
+                            tensorType(x->getTensorType().getShape(), type),
+                            x->tensor),
+      args.getCallLoc());
+}
