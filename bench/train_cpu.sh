@@ -90,6 +90,17 @@ echo "   commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff 
 echo "   holding the build lock $LOCK: no build runs alongside the timed parts"
 echo "   outputs in $OUT"
 
+# --- The peer is the model Kiln trains ---------------------------------------
+# The PyTorch peer reproduces the JAX goldens of the oracle tests (2-layer GPT:
+# loss, gradients, ten AdamW steps with clipping and the schedule), to which
+# Kiln's compiled path is held too; a peer that drifted from the model would
+# make every comparison below meaningless.
+echo
+echo "== the PyTorch peer against the JAX goldens (test/oracle/gpt2l)"
+python3 bench/peers/check_gpt_torch.py >"$OUT/check_peer.log" 2>&1 ||
+  { cat "$OUT/check_peer.log" >&2; exit 1; }
+echo "   $(tail -1 "$OUT/check_peer.log"); $(grep 'parameters after' "$OUT/check_peer.log" | sed 's/^ok *//')"
+
 # --- (a) MLP ------------------------------------------------------------------
 # Held-out accuracy on the 359 test digits after 2000 steps, per seed of the
 # initializers (the data order is the train block's batch_seed). The bar is

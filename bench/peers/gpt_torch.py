@@ -245,6 +245,73 @@ def learning_rate(step, settings, total):
     return lr
 
 
+def load_safetensors(path):
+    """Every F32 tensor of a .safetensors file, by name. The format
+    (github.com/huggingface/safetensors; runtime/include/kiln/Safetensors.h):
+    an 8-byte little-endian header length N, N bytes of JSON mapping each name
+    to {"dtype", "shape", "data_offsets": [begin, end)} into the data that
+    follows, row-major little-endian."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or entry["dtype"] != "F32":
+            continue
+        begin, end = entry["data_offsets"]
+        array = np.frombuffer(data[begin:end], dtype="<f4").reshape(entry["shape"])
+        tensors[name] = torch.from_numpy(array.copy())
+    return tensors
+
+
+def load_params(params, path):
+    """Overwrites `params` with the tensors of the same names in `path` (a
+    kiln train checkpoint or weights file)."""
+    tensors = load_safetensors(path)
+    missing = [n for n in params if n not in tensors]
+    if missing:
+        sys.exit(f"{path}: no tensor for {', '.join(missing)}")
+    with torch.no_grad():
+        for name, p in params.items():
+            if tuple(tensors[name].shape) != tuple(p.shape):
+                sys.exit(f"{path}: {name} is {list(tensors[name].shape)}, "
+                         f"the model's is {list(p.shape)}")
+            p.copy_(tensors[name])
+
+
+def make_optimizer(params, settings):
+    """AdamW with weight decay on rank >= 2 only, unless decay_all
+    (TrainSettings::decays in include/kiln/Dialect/Graph/Transforms/
+    TrainStep.h)."""
+    def decays(p):
+        return settings["decay_all"] or p.dim() >= 2
+    return torch.optim.AdamW(
+        [{"params": [p for p in params.values() if decays(p)],
+          "weight_decay": settings["weight_decay"]},
+         {"params": [p for p in params.values() if not decays(p)],
+          "weight_decay": 0.0}],
+        lr=settings["lr"], betas=settings["betas"], eps=settings["eps"])
+
+
+def train_step(params, optimizer, tokens, targets, lr, config):
+    """One optimizer step; returns the loss before it and the global gradient
+    norm before clipping (what kiln train reports as grad_norm)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = loss_of(params, tokens, targets, config)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    clip = config["train"]["clip"]
+    if clip > 0:
+        norm = torch.nn.utils.clip_grad_norm_(params.values(), clip)
+    else:
+        norm = torch.linalg.vector_norm(
+            torch.stack([p.grad.norm() for p in params.values()]))
+    optimizer.step()
+    return loss.item(), float(norm)
+
+
 # --------------------------------------------------------------------------
 # Data.
 
@@ -309,6 +376,14 @@ def main():
                         help="torch.set_num_threads (default: all cores)")
     parser.add_argument("--warmup-steps", type=int, default=10,
                         help="steps left out of the median step time")
+    parser.add_argument("--init-from",
+                        help="initial parameters from a .safetensors file "
+                             "with Kiln's names (e.g. a kiln train checkpoint)")
+    parser.add_argument("--eval-only", action="store_true",
+                        help="print the held-out loss of the initial "
+                             "parameters and stop: with --init-from a kiln "
+                             "checkpoint, a check that this peer computes "
+                             "the same model as Kiln")
     parser.add_argument("--metrics", help="JSON lines, as kiln train writes")
     parser.add_argument("--summary", help="a JSON summary of the run")
     parser.add_argument("--quiet", action="store_true")
@@ -331,19 +406,20 @@ def main():
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     params = init_params(dims, generator)
+    if args.init_from:
+        load_params(params, args.init_from)
 
-    # Weight decay on rank >= 2 only, unless decay_all (TrainSettings::decays).
-    decayed = [p for p in params.values() if settings["decay_all"] or p.dim() >= 2]
-    others = [p for p in params.values() if not (settings["decay_all"] or p.dim() >= 2)]
-    optimizer = torch.optim.AdamW(
-        [{"params": decayed, "weight_decay": settings["weight_decay"]},
-         {"params": others, "weight_decay": 0.0}],
-        lr=settings["lr"], betas=settings["betas"], eps=settings["eps"])
+    optimizer = make_optimizer(params, settings)
 
     train = Windows(read_tokens(args.tokens), dims["B"], dims["T"], batch_seed)
     held_out = (held_out_batches(read_tokens(args.eval_tokens), dims["B"], dims["T"])
                 if args.eval_tokens else None)
     tokens_per_step = dims["B"] * dims["T"]
+    if args.eval_only:
+        if not held_out:
+            sys.exit("--eval-only needs --eval-tokens")
+        print(json.dumps({"eval_loss": evaluate(params, held_out, config)}))
+        return
 
     metrics = open(args.metrics, "w") if args.metrics else None
 
@@ -360,24 +436,13 @@ def main():
         t0 = time.perf_counter()
         x, y = train.next()
         lr = learning_rate(step, settings, steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        loss = loss_of(params, x, y, config)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if settings["clip"] > 0:
-            norm = torch.nn.utils.clip_grad_norm_(params.values(), settings["clip"])
-        else:
-            norm = torch.linalg.vector_norm(
-                torch.stack([p.grad.norm() for p in params.values()]))
-        optimizer.step()
-        loss_value = loss.item()
+        loss_value, norm = train_step(params, optimizer, x, y, lr, config)
         ms = (time.perf_counter() - t0) * 1e3
         step_ms.append(ms)
         train_seconds += ms / 1e3
         record({"step": step, "loss": loss_value, "lr": lr, "step_ms": ms,
                 "tokens_per_s": tokens_per_step / (ms / 1e3),
-                "grad_norm": float(norm)})
+                "grad_norm": norm})
         if not math.isfinite(loss_value):
             sys.exit(f"the loss is {loss_value} at step {step}")
         if not args.quiet and (step == 1 or step % max(1, steps // 25) == 0):
