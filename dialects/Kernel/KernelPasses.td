@@ -21,4 +21,51 @@ def KernelAssignOffsetsNaive : Pass<"kernel-assign-offsets-naive", "::mlir::Modu
   let dependentDialects = ["::kiln::kernel::KernelDialect"];
 }
 
+def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Places every transient buffer in one arena by size and lifetime.";
+  let description = [{
+    The memory planner. For each `kernel.entry`, BufferLiveness gives every
+    transient (`kernel.alloc`) its live range over the entry's schedule and
+    chains elementwise in-place reuse into slots: an elementwise kernel's
+    output takes the bytes of an input that dies at that launch. The slots
+    are then packed by ArenaPacking (greedy placement in several orders,
+    the smallest arena kept), and each alloc gets its slot's
+    `arena_offset`.
+
+    Entries never run at the same time, so each starts at offset 0: the
+    module's `kernel.arena_bytes` is the largest entry's arena, and
+    `kernel.live_lower_bound_bytes` the largest entry's live lower bound.
+    Each entry carries its own `kernel.arena_bytes` and
+    `kernel.live_lower_bound_bytes`.
+
+    A transient whose defining op only reads it is an error (it would read
+    whatever bytes another buffer left there). With `verify` (the default),
+    the placement is checked as `--kernel-verify-arena` does.
+    ```mlir
+    %a = kernel.alloc {arena_offset = 0 : i64} : memref<256xf32>
+    kernel.launch @exp(%x, %a) : memref<256xf32>, memref<256xf32>
+    // %b takes %a's bytes: @neg is elementwise and %a dies here.
+    %b = kernel.alloc {arena_offset = 0 : i64} : memref<256xf32>
+    kernel.launch @neg(%a, %b) : memref<256xf32>, memref<256xf32>
+    ```
+  }];
+  let options = [
+    Option<"verify", "verify", "bool", /*default=*/"true",
+           "Check the placement: no two live transients share a byte">,
+  ];
+  let dependentDialects = ["::kiln::kernel::KernelDialect"];
+}
+
+def KernelVerifyArena : Pass<"kernel-verify-arena", "::mlir::ModuleOp"> {
+  let summary = "Proves that no two simultaneously live transients overlap.";
+  let description = [{
+    Checks the arena offsets of every `kernel.entry` (from either placement
+    pass) against BufferLiveness: each transient has an offset, a multiple
+    of 64, ending within the module's `kernel.arena_bytes`; transients live
+    at a common program point share no byte, except an in-place pair, which
+    starts at the same offset. Changes nothing; fails with an error at the
+    offending `kernel.alloc` otherwise.
+  }];
+}
+
 #endif // KILN_KERNEL_PASSES_TD

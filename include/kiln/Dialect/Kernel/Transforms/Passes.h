@@ -16,6 +16,10 @@ namespace kiln::kernel {
 /// The module attribute that holds the arena size in bytes once offsets are
 /// assigned.
 constexpr llvm::StringLiteral kArenaBytesAttr = "kernel.arena_bytes";
+/// The module (and entry) attribute that holds the live lower bound in bytes
+/// (BufferLiveness), set by the memory planner.
+constexpr llvm::StringLiteral kLiveLowerBoundAttr =
+    "kernel.live_lower_bound_bytes";
 /// The alignment of every arena slice, in bytes.
 constexpr int64_t kArenaAlignment = 64;
 
