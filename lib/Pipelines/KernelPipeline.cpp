@@ -12,13 +12,17 @@
 #include "mlir/Transforms/Passes.h"
 
 void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
-                               const KernelPipelineOptions &) {
+                               const KernelPipelineOptions &options) {
   // One kernel per graph op for now; graph-fuse will run before this.
   pm.addPass(createConvertGraphToKernel());
   // Identical views of one buffer fold together before buffers are placed.
   pm.addPass(mlir::createCSEPass());
-  // Naive placement: the memory planner (kernel-plan-memory) replaces it.
-  pm.addPass(kernel::createKernelAssignOffsetsNaive());
+  // Placement last: it needs the final schedule, and nothing after it may
+  // add, move or reorder the ops that touch transients.
+  if (options.naiveArena)
+    pm.addPass(kernel::createKernelAssignOffsetsNaive());
+  else
+    pm.addPass(kernel::createKernelPlanMemory());
 }
 
 void kiln::registerKernelPipeline() {

@@ -13,9 +13,13 @@
 
 namespace kiln {
 
-/// Options of the kernel pipeline (none yet: fusion and the memory planner
-/// will add theirs).
-struct KernelPipelineOptions {};
+/// Options of the kernel pipeline.
+struct KernelPipelineOptions {
+  /// Place transients one after another (--kernel-assign-offsets-naive)
+  /// instead of with the memory planner: the baseline the planner is
+  /// measured and checked against.
+  bool naiveArena = false;
+};
 
 /// graph → kernel → arena offsets.
 void buildKernelPipeline(mlir::OpPassManager &pm,
