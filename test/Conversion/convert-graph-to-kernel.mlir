@@ -106,7 +106,7 @@ func.func @forward(%x: tensor<10xf32> {graph.input = "x"}) -> (tensor<10xf32> {g
 
 // -----
 
-// expected-error @+1 {{argument 0 of @forward has neither 'graph.param' nor 'graph.input'}}
+// expected-error @+1 {{argument 0 of @forward has none of 'graph.param', 'graph.input' and 'graph.state'}}
 func.func @forward(%x: tensor<4xf32>) -> (tensor<4xf32> {graph.output = "y"}) {
   %y = graph.exp %x : tensor<4xf32>
   return %y : tensor<4xf32>

@@ -67,6 +67,8 @@ static LogicalResult describeArgument(func::FuncOp function, unsigned index,
                                                      GraphDialect::kParamAttr);
   auto input = function.getArgAttrOfType<StringAttr>(index,
                                                      GraphDialect::kInputAttr);
+  auto state = function.getArgAttrOfType<StringAttr>(index,
+                                                     GraphDialect::kStateAttr);
   kernel::BufferKind kind;
   StringAttr name;
   if (param) {
@@ -77,11 +79,19 @@ static LogicalResult describeArgument(func::FuncOp function, unsigned index,
   } else if (input) {
     kind = kernel::BufferKind::Input;
     name = input;
+  } else if (state) {
+    // Every piece of training state -- moments, momentum buffers, the step
+    // count and gradient accumulators -- is OptimizerState: the runtime
+    // zeroes it at initialization and saves it in checkpoints, so that an
+    // accumulation in progress survives a resume.
+    kind = kernel::BufferKind::OptimizerState;
+    name = state;
   } else {
     return function.emitError() << "argument " << index << " of @"
-                                << function.getSymName() << " has neither '"
-                                << GraphDialect::kParamAttr << "' nor '"
-                                << GraphDialect::kInputAttr << "'";
+                                << function.getSymName() << " has none of '"
+                                << GraphDialect::kParamAttr << "', '"
+                                << GraphDialect::kInputAttr << "' and '"
+                                << GraphDialect::kStateAttr << "'";
   }
   attrs.push_back(b.getNamedAttr(kernel::KernelDialect::kNameAttr, name));
   attrs.push_back(
@@ -103,17 +113,42 @@ static FailureOr<StringAttr> getOutputName(func::FuncOp function,
          << " has no '" << GraphDialect::kOutputAttr << "' name";
 }
 
-/// Creates the kernel.entry for `function`: its used arguments, then one
-/// output buffer per result.
+/// Checks that every `graph.update` result of `function` names a parameter
+/// or state argument of the same type.
+static LogicalResult verifyUpdateTargets(func::FuncOp function) {
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i) {
+    auto target = getUpdateTarget(function, i);
+    if (!target)
+      continue;
+    std::optional<unsigned> argument = findPersistentArgument(function, target);
+    if (!argument)
+      return function.emitError()
+             << "result " << i << " of @" << function.getSymName()
+             << " updates '" << target.getValue()
+             << "', which is neither a parameter nor a state argument";
+    if (function.getArgument(*argument).getType() !=
+        function.getResultTypes()[i])
+      return function.emitError()
+             << "result " << i << " of @" << function.getSymName()
+             << " updates '" << target.getValue() << "' with another type";
+  }
+  return success();
+}
+
+/// Creates the kernel.entry for `function`: its used arguments and those
+/// that a result updates, then one output buffer per result that is not an
+/// update.
 static FailureOr<kernel::EntryOp> createEntry(ModuleOp module,
                                               func::FuncOp function,
                                               StringRef name) {
   Builder b(module.getContext());
+  if (failed(verifyUpdateTargets(function)))
+    return failure();
   SmallVector<Type> types;
   SmallVector<Attribute> argAttrs;
   SmallVector<Location> locs;
   for (BlockArgument argument : function.getArguments()) {
-    if (argument.use_empty())
+    if (!isEntryArgument(function, argument))
       continue;
     SmallVector<NamedAttribute> attrs;
     if (failed(describeArgument(function, argument.getArgNumber(), attrs)))
@@ -123,6 +158,8 @@ static FailureOr<kernel::EntryOp> createEntry(ModuleOp module,
     locs.push_back(argument.getLoc());
   }
   for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
+    if (getUpdateTarget(function, index))
+      continue;
     FailureOr<StringAttr> outputName = getOutputName(function, index);
     if (failed(outputName))
       return failure();
@@ -161,6 +198,7 @@ static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
     if (!pattern)
       return op.emitError() << "no kernel lowering for '" << op.getName()
                             << "' yet";
+    lowering.beginOp(&op, pattern->readsAtResultIndex());
     if (failed(pattern->lower(&op, lowering)))
       return failure();
   }

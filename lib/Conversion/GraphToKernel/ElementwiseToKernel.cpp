@@ -19,15 +19,8 @@
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-/// Computes one result element from the operands' elements.
-using ScalarFn =
-    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
-} // namespace
-
-/// Launches `y[i] = scalar(x0[i], x1[i], ...)` over the flattened tensors.
-static void launchElementwise(Operation *op, KernelLowering &lowering,
-                              ScalarFn scalar) {
+void kiln::launchElementwise(Operation *op, KernelLowering &lowering,
+                             ElementwiseScalarFn scalar) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t count = resultType.getNumElements();
   SmallVector<Value> buffers;
@@ -100,6 +93,7 @@ static Value buildBinary(Operation *op, OpBuilder &b, Location loc, Value x,
 namespace {
 template <typename OpTy>
 struct UnaryToKernel : OpToKernelPattern<OpTy> {
+  bool readsAtResultIndex() const override { return true; }
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
     launchElementwise(op, lowering,
                       [&](OpBuilder &b, Location loc, ValueRange args) {
@@ -111,6 +105,7 @@ struct UnaryToKernel : OpToKernelPattern<OpTy> {
 
 template <typename OpTy>
 struct BinaryToKernel : OpToKernelPattern<OpTy> {
+  bool readsAtResultIndex() const override { return true; }
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
     launchElementwise(op, lowering,
                       [&](OpBuilder &b, Location loc, ValueRange args) {

@@ -59,6 +59,28 @@ Value kiln::kb::negativeInfinity(OpBuilder &b, Location loc, Type type) {
                                     /*Negative=*/true)));
 }
 
+Value kiln::kb::stdMax(OpBuilder &b, Location loc, Value acc, Value x) {
+  Value less =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, acc, x);
+  return arith::SelectOp::create(b, loc, less, x, acc);
+}
+
+Value kiln::kb::toI64(OpBuilder &b, Location loc, Value id) {
+  if (id.getType().isInteger(64))
+    return id;
+  return arith::ExtSIOp::create(b, loc, b.getI64Type(), id);
+}
+
+Value kiln::kb::isOutside(OpBuilder &b, Location loc, Value id, int64_t size) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+  Value limit = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(size));
+  Value below =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, id, zero);
+  Value above =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, id, limit);
+  return arith::OrIOp::create(b, loc, below, above);
+}
+
 void kiln::kb::parallelFor(
     OpBuilder &b, Location loc, int64_t range,
     llvm::function_ref<void(OpBuilder &, Location, Value)> body) {

@@ -6,8 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/GraphToKernel/GraphToKernel.h"
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -16,24 +18,101 @@ using namespace kiln;
 /// implements; the plan's Op.name.
 static constexpr llvm::StringLiteral kOriginAttr = "kernel.origin";
 
+StringAttr kiln::getUpdateTarget(func::FuncOp function, unsigned index) {
+  return function.getResultAttrOfType<StringAttr>(
+      index, graph::GraphDialect::kUpdateAttr);
+}
+
+std::optional<unsigned> kiln::findPersistentArgument(func::FuncOp function,
+                                                     StringAttr name) {
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    for (StringRef attr :
+         {graph::GraphDialect::kParamAttr, graph::GraphDialect::kStateAttr})
+      if (function.getArgAttrOfType<StringAttr>(i, attr) == name)
+        return i;
+  return std::nullopt;
+}
+
+bool kiln::isEntryArgument(func::FuncOp function, BlockArgument argument) {
+  if (!argument.use_empty())
+    return true;
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+    if (StringAttr target = getUpdateTarget(function, i))
+      if (findPersistentArgument(function, target) == argument.getArgNumber())
+        return true;
+  return false;
+}
+
 KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
                                func::FuncOp source, bool training)
     : module(module), entry(entry), builder(module.getContext()),
       training(training) {
   builder.setInsertionPointToEnd(&entry.getBody().front());
-  // Arguments: bound by position to the source's used arguments, then one
-  // output per result (EntryOp construction in ConvertGraphToKernel.cpp).
+  // Arguments: bound by position to the source's entry arguments, then one
+  // output per result that is not an update (EntryOp construction in
+  // ConvertGraphToKernel.cpp).
   Block &entryBlock = entry.getBody().front();
   unsigned next = 0;
-  for (BlockArgument argument : source.getArguments())
-    if (!argument.use_empty())
-      bind(argument, entryBlock.getArgument(next++));
+  llvm::DenseMap<unsigned, Value> argumentBuffers;
+  for (BlockArgument argument : source.getArguments()) {
+    if (!isEntryArgument(source, argument))
+      continue;
+    argumentBuffers[argument.getArgNumber()] = entryBlock.getArgument(next);
+    bind(argument, entryBlock.getArgument(next++));
+  }
   auto returnOp = cast<func::ReturnOp>(source.getBody().front().getTerminator());
-  for (Value result : returnOp.getOperands()) {
+  for (auto [index, result] : llvm::enumerate(returnOp.getOperands())) {
+    if (StringAttr target = getUpdateTarget(source, index)) {
+      // Validated by the entry's construction.
+      Value destination =
+          argumentBuffers.lookup(*findPersistentArgument(source, target));
+      updates.push_back({result, destination});
+      updateBuffers.try_emplace(result, destination);
+      continue;
+    }
     Value output = entryBlock.getArgument(next++);
-    outputArguments.push_back(output);
+    outputs.push_back({result, output});
     outputBuffers.try_emplace(result, output);
   }
+}
+
+Value KernelLowering::getRootBuffer(Value buffer) {
+  while (auto view = buffer.getDefiningOp<kernel::ViewOp>())
+    buffer = view.getSource();
+  return buffer;
+}
+
+void KernelLowering::beginOp(Operation *op, bool readsAtResultIndex) {
+  currentOp = op;
+  currentReadsAtResultIndex = readsAtResultIndex;
+}
+
+bool KernelLowering::canUpdateInPlace(Value destination) const {
+  if (!currentOp)
+    return false;
+  auto holdsDestination = [&](Value operand) {
+    auto it = buffers.find(operand);
+    return it != buffers.end() && getRootBuffer(it->second) == destination;
+  };
+  // The op itself: an operand in the destination is read safely only at the
+  // index being written, which needs the result's element count.
+  int64_t resultElements =
+      cast<ShapedType>(currentOp->getResult(0).getType()).getNumElements();
+  for (Value operand : currentOp->getOperands())
+    if (holdsDestination(operand) &&
+        (!currentReadsAtResultIndex ||
+         cast<ShapedType>(operand.getType()).getNumElements() !=
+             resultElements))
+      return false;
+  // Every later op, the return included: a value already lowered into the
+  // destination (the old parameter, or a view of it) must not be read after
+  // it is overwritten. Values defined later are not bound yet: none of them
+  // can hold the old contents.
+  for (Operation *op = currentOp->getNextNode(); op; op = op->getNextNode())
+    for (Value operand : op->getOperands())
+      if (holdsDestination(operand))
+        return false;
+  return true;
 }
 
 Value KernelLowering::lookup(Value tensor) const {
@@ -52,6 +131,13 @@ MemRefType KernelLowering::getBufferType(Type tensorType) {
 }
 
 Value KernelLowering::allocateResult(Value tensor) {
+  auto update = updateBuffers.find(tensor);
+  if (update != updateBuffers.end() && update->second &&
+      canUpdateInPlace(update->second)) {
+    Value destination = update->second;
+    update->second = Value(); // Written in place; finish() copies nothing.
+    return destination;
+  }
   auto it = outputBuffers.find(tensor);
   if (it != outputBuffers.end() && it->second) {
     Value output = it->second;
@@ -146,13 +232,59 @@ Value KernelLowering::getStatus() {
   return status;
 }
 
-void KernelLowering::finish(ValueRange results) {
-  for (auto [result, output] : llvm::zip_equal(results, outputArguments)) {
+/// Whether `buffer` is a constant of zeros.
+static bool isZeroConstant(Value buffer) {
+  auto constant = buffer.getDefiningOp<kernel::ConstantOp>();
+  if (!constant)
+    return false;
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat)
+    return false;
+  if (auto value = dyn_cast<FloatAttr>(splat.getSplatValue<Attribute>()))
+    return value.getValue().isPosZero();
+  if (auto value = dyn_cast<IntegerAttr>(splat.getSplatValue<Attribute>()))
+    return value.getValue().isZero();
+  return false;
+}
+
+void KernelLowering::finish(ValueRange) {
+  // Outputs first: one may read a parameter or state that an update below
+  // overwrites.
+  for (auto [result, output] : outputs) {
     Value buffer = lookup(result);
     if (buffer == output)
       continue;
     auto copy = kernel::CopyOp::create(builder, result.getLoc(), buffer, output);
     setOrigin(copy, "func.return");
   }
+  // Then the updates that were not written in place. A source that is
+  // itself a parameter or state buffer goes before the sources in
+  // transients and constants (which no update overwrites); the training
+  // entries never read one updated buffer into another.
+  SmallVector<std::pair<Value, Value>> copies, lateCopies;
+  llvm::SmallSetVector<Operation *, 4> zeroConstants;
+  for (auto [result, destination] : updates) {
+    Value buffer = lookup(result);
+    if (getRootBuffer(buffer) == destination)
+      continue;
+    if (isa<BlockArgument>(getRootBuffer(buffer)))
+      copies.push_back({buffer, destination});
+    else
+      lateCopies.push_back({buffer, destination});
+  }
+  llvm::append_range(copies, lateCopies);
+  for (auto [buffer, destination] : copies) {
+    Operation *op;
+    if (isZeroConstant(buffer)) {
+      op = kernel::ZeroOp::create(builder, entry.getLoc(), destination);
+      zeroConstants.insert(buffer.getDefiningOp());
+    } else
+      op = kernel::CopyOp::create(builder, entry.getLoc(), buffer, destination);
+    setOrigin(op, "graph.update");
+  }
+  // Zeros written with kernel.zero need no buffer of their own in the plan.
+  for (Operation *constant : zeroConstants)
+    if (constant->use_empty())
+      constant->erase();
   kernel::ReturnOp::create(builder, entry.getLoc());
 }

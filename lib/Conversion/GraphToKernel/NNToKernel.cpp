@@ -24,31 +24,9 @@ using namespace kiln;
 static constexpr int64_t kBadEmbeddingId = 1;
 static constexpr int64_t kBadTarget = 2;
 
-/// `std::max(acc, x)`: x when acc < x, else acc (a NaN x is skipped), as the
-/// interpreter's softmax and cross_entropy compute their row maxima.
-static Value stdMax(OpBuilder &b, Location loc, Value acc, Value x) {
-  Value less =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, acc, x);
-  return arith::SelectOp::create(b, loc, less, x, acc);
-}
-
-/// An integer id loaded from memory as i64.
-static Value toI64(OpBuilder &b, Location loc, Value id) {
-  if (id.getType().isInteger(64))
-    return id;
-  return arith::ExtSIOp::create(b, loc, b.getI64Type(), id);
-}
-
-/// Whether the i64 `id` lies outside [0, size).
-static Value isOutside(OpBuilder &b, Location loc, Value id, int64_t size) {
-  Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
-  Value limit = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(size));
-  Value below =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, id, zero);
-  Value above =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, id, limit);
-  return arith::OrIOp::create(b, loc, below, above);
-}
+using kb::isOutside;
+using kb::stdMax;
+using kb::toI64;
 
 namespace {
 /// Row n of the result is row ids[n] of the table.

@@ -35,6 +35,17 @@
 
 namespace kiln {
 
+/// The name of the parameter or state that result `index` of `function`
+/// updates (its `graph.update`), or null.
+mlir::StringAttr getUpdateTarget(mlir::func::FuncOp function, unsigned index);
+/// The argument of `function` that is the parameter or state `name`.
+std::optional<unsigned> findPersistentArgument(mlir::func::FuncOp function,
+                                               mlir::StringAttr name);
+/// Whether `argument` of `function` is an argument of its entry: it is
+/// used, or a result updates it.
+bool isEntryArgument(mlir::func::FuncOp function,
+                     mlir::BlockArgument argument);
+
 /// Builds the body of a kernel.func: `arguments` are its block arguments, in
 /// the order of the buffers passed to launch(); the builder is positioned
 /// before the kernel's terminator.
@@ -61,8 +72,10 @@ public:
   /// Binds `buffer` to the graph value `tensor`.
   void bind(mlir::Value tensor, mlir::Value buffer);
 
-  /// A fresh buffer for the result `tensor` of the op being lowered: the
-  /// entry's output buffer when `tensor` is returned (so no copy is needed),
+  /// A fresh buffer for the result `tensor` of the op being lowered. For a
+  /// result that updates a parameter or state (`graph.update = "X"`), X's
+  /// own buffer when writing it now is safe (see canUpdateInPlace), so no
+  /// copy is needed; for a returned result, the entry's output buffer;
   /// otherwise a transient kernel.alloc. The caller writes all of it and
   /// binds it.
   mlir::Value allocateResult(mlir::Value tensor);
@@ -90,11 +103,28 @@ public:
   /// The memref type of a graph tensor type.
   static mlir::MemRefType getBufferType(mlir::Type tensorType);
 
-  /// Writes the entry's outputs (copying where a result's buffer is not the
-  /// output buffer itself) and ends the entry. Called once, at func.return.
+  /// Called by the driver before lowering `op`. `readsAtResultIndex`: the
+  /// pattern's kernel reads element i of each operand (of the result's
+  /// shape) only in the iteration that writes element i of the results, so
+  /// a result may share its buffer with an operand.
+  void beginOp(mlir::Operation *op, bool readsAtResultIndex);
+
+  /// Writes the entry's outputs and the updated parameters and state that
+  /// were not written in place (copying where a result's buffer is not its
+  /// destination) and ends the entry. Called once, at func.return.
   void finish(mlir::ValueRange results);
 
+  /// The buffer a view (or chain of views) aliases; `buffer` itself
+  /// otherwise.
+  static mlir::Value getRootBuffer(mlir::Value buffer);
+
 private:
+  /// Whether the op being lowered may write `destination` (an updated
+  /// parameter or state buffer) now: no later op, nor the return, reads a
+  /// value held in that buffer, and the op itself reads it only at the index
+  /// it writes.
+  bool canUpdateInPlace(mlir::Value destination) const;
+
   mlir::Value addRuntimeBuffer(kernel::BufferKind kind, llvm::StringRef name,
                                mlir::MemRefType type);
 
@@ -103,10 +133,19 @@ private:
   mlir::OpBuilder builder;
   bool training;
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  /// For each `graph.update` result: the buffer of the parameter or state it
+  /// updates, until allocateResult writes it there (then null).
+  llvm::DenseMap<mlir::Value, mlir::Value> updateBuffers;
+  /// The updated buffers, in result order, for finish().
+  llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> updates;
+  /// The op being lowered, and whether it reads only at the index it writes.
+  mlir::Operation *currentOp = nullptr;
+  bool currentReadsAtResultIndex = false;
   /// For each graph value returned by the function: the output buffer it
   /// is written to directly, once allocateResult hands it out.
   llvm::DenseMap<mlir::Value, mlir::Value> outputBuffers;
-  llvm::SmallVector<mlir::Value> outputArguments;
+  /// Each returned value that is not an update, with its output buffer.
+  llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> outputs;
   mlir::Value rngState, status;
   unsigned nextKernelNumber = 0;
 };
@@ -122,6 +161,11 @@ public:
   /// error at the op.
   virtual mlir::LogicalResult lower(mlir::Operation *op,
                                     KernelLowering &lowering) const = 0;
+  /// Whether the kernels of this pattern read element i of each operand
+  /// that has the result's shape only in the iteration that writes element
+  /// i of the results (elementwise ops, optimizer updates), so that a
+  /// result may be written over an operand's buffer.
+  virtual bool readsAtResultIndex() const { return false; }
 };
 
 /// A pattern for one op class.
@@ -157,6 +201,14 @@ private:
   llvm::StringMap<std::unique_ptr<GraphToKernelPattern>> patterns;
 };
 
+/// Computes one result element from the operands' elements.
+using ElementwiseScalarFn = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+/// Launches `y[i] = scalar(x0[i], x1[i], ...)` over the flattened operands
+/// and the single result of `op` (all of one shape), and binds the result.
+void launchElementwise(mlir::Operation *op, KernelLowering &lowering,
+                       ElementwiseScalarFn scalar);
+
 /// Every family of lowering patterns (Patterns.cpp).
 void populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns);
 /// The families, one per file.
@@ -167,6 +219,10 @@ void populateNNToKernelPatterns(GraphToKernelPatternSet &patterns);
 void populateAttentionToKernelPatterns(GraphToKernelPatternSet &patterns);
 void populateMatmulToKernelPatterns(GraphToKernelPatternSet &patterns);
 void populateRandomToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateGradToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateLayerNormGradToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateAttentionGradToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateOptimizerToKernelPatterns(GraphToKernelPatternSet &patterns);
 
 } // namespace kiln
 

@@ -34,6 +34,16 @@ llvm::APFloat roundTo(mlir::Type type, double value);
 mlir::Value negativeInfinity(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Type type);
 
+/// `std::max(acc, x)`: x when acc < x, else acc (a NaN x is skipped), as
+/// the interpreter computes row maxima.
+mlir::Value stdMax(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc,
+                   mlir::Value x);
+/// An integer (an id, a target class) loaded from memory, as i64.
+mlir::Value toI64(mlir::OpBuilder &b, mlir::Location loc, mlir::Value id);
+/// Whether the i64 `id` lies outside [0, size).
+mlir::Value isOutside(mlir::OpBuilder &b, mlir::Location loc, mlir::Value id,
+                      int64_t size);
+
 /// The kernel's outer loop: an scf.parallel over [0, range) whose body gets
 /// the iteration index. The backend restricts it to [begin, end).
 void parallelFor(
