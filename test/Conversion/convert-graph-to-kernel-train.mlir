@@ -88,3 +88,48 @@ func.func @train_step(%w: tensor<4xf32> {graph.param = "w"})
   %0 = graph.reshape %w : tensor<4xf32> -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+// The optimizer update writes the parameter and both moments in place, each
+// buffer passed once (lr, here also the grad scale, too); the update kernel
+// runs over blocks of 1024 elements.
+// embedding_grad runs over blocks of 16 table columns (40 -> 3 blocks), each
+// iteration scanning every id, so no two iterations add into one element.
+
+// CHECK-LABEL: kernel.func @k0
+// CHECK-SAME: attributes {grain = 3 : i64, range = 3 : i64}
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK-LABEL: kernel.func @k1
+// CHECK-SAME: (%{{.*}}: memref<3000xf32>, %{{.*}}: memref<3000xf32>, %{{.*}}: memref<3000xf32>, %{{.*}}: memref<3000xf32>, %{{.*}}: memref<f32>, %{{.*}}: memref<f32>)
+// CHECK-SAME: attributes {grain = 3 : i64, range = 3 : i64}
+// CHECK: math.powf
+// CHECK-LABEL: kernel.entry @train_step
+// CHECK-SAME: %[[W:[^:]*]]: memref<3x1000xf32> {kernel.kind = #kernel.kind<param>, kernel.name = "w"}
+// CHECK-SAME: %[[M:[^:]*]]: memref<3x1000xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.adam_m"}
+// CHECK-SAME: %[[V:[^:]*]]: memref<3x1000xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.adam_v"}
+// CHECK: kernel.launch @k0({{.*}}) {kernel.origin = "graph.embedding_grad"}
+// CHECK: %[[WV:.*]] = kernel.view %[[W]]
+// CHECK: %[[GV:.*]] = kernel.view %{{.*}} :
+// CHECK: %[[MV:.*]] = kernel.view %[[M]]
+// CHECK: %[[VV:.*]] = kernel.view %[[V]]
+// CHECK: kernel.launch @k1(%[[WV]], %[[GV]], %[[MV]], %[[VV]], %{{[^,]*}}, %{{[^,]*}}) {kernel.origin = "graph.adamw_update"}
+// CHECK-NOT: kernel.copy
+// CHECK: kernel.return
+func.func @train_step(%w: tensor<3x1000xf32> {graph.param = "w"},
+                      %g: tensor<3x1000xf32> {graph.input = "g"},
+                      %m: tensor<3x1000xf32> {graph.state = "w.adam_m"},
+                      %v: tensor<3x1000xf32> {graph.state = "w.adam_v"},
+                      %lr: tensor<f32> {graph.input = "lr"},
+                      %t: tensor<f32> {graph.input = "t"},
+                      %dy: tensor<9x40xf32> {graph.input = "dy"},
+                      %ids: tensor<9xi32> {graph.input = "ids"})
+    -> (tensor<5x40xf32> {graph.output = "table_grad"},
+        tensor<3x1000xf32> {graph.update = "w"},
+        tensor<3x1000xf32> {graph.update = "w.adam_m"},
+        tensor<3x1000xf32> {graph.update = "w.adam_v"}) {
+  %e = graph.embedding_grad %dy, %ids : tensor<9x40xf32>, tensor<9xi32> -> tensor<5x40xf32>
+  %p, %m1, %v1 = graph.adamw_update %w, %g, %m, %v, %lr, %t, %lr {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64} : tensor<3x1000xf32>, tensor<f32>
+  return %e, %p, %m1, %v1 : tensor<5x40xf32>, tensor<3x1000xf32>, tensor<3x1000xf32>, tensor<3x1000xf32>
+}

@@ -230,16 +230,33 @@ getArgumentBuffer(func::FuncOp function, unsigned index) {
   if (auto param = function.getArgAttrOfType<StringAttr>(
           index, graph::GraphDialect::kParamAttr))
     return {param.str(), plan::BufferKind::Param};
+  if (auto state = function.getArgAttrOfType<StringAttr>(
+          index, graph::GraphDialect::kStateAttr))
+    return {state.str(), plan::BufferKind::OptimizerState};
   auto input = function.getArgAttrOfType<StringAttr>(
       index, graph::GraphDialect::kInputAttr);
   return {input ? input.str() : "", plan::BufferKind::Input};
 }
 
-static std::string getResultName(func::FuncOp function, unsigned index) {
+/// The plan buffer result `index` ends in: its output buffer, or for a
+/// `graph.update` result the parameter or state buffer it updates.
+static std::pair<std::string, plan::BufferKind>
+getResultBuffer(func::FuncOp function, unsigned index) {
+  if (auto target = function.getResultAttrOfType<StringAttr>(
+          index, graph::GraphDialect::kUpdateAttr)) {
+    for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
+      auto buffer = getArgumentBuffer(function, i);
+      if (buffer.first == target.str() &&
+          buffer.second != plan::BufferKind::Input)
+        return buffer;
+    }
+    ADD_FAILURE() << "result " << index << " updates unknown "
+                  << target.str();
+  }
   if (auto name = function.getResultAttrOfType<StringAttr>(
           index, graph::GraphDialect::kOutputAttr))
-    return name.str();
-  return "loss";
+    return {name.str(), plan::BufferKind::Output};
+  return {"loss", plan::BufferKind::Output};
 }
 
 Comparison kiln::test::compileAndCompare(
@@ -298,9 +315,9 @@ Comparison kiln::test::compileAndCompare(
     ADD_FAILURE() << "interpreter: " << llvm::toString(references.takeError());
     return comparison;
   }
-  std::vector<std::string> resultNames;
+  std::vector<std::pair<std::string, plan::BufferKind>> resultBuffers;
   for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
-    resultNames.push_back(getResultName(function, i));
+    resultBuffers.push_back(getResultBuffer(function, i));
   std::vector<std::pair<std::string, plan::BufferKind>> argumentBuffers;
   for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
     argumentBuffers.push_back(getArgumentBuffer(function, i));
@@ -338,11 +355,10 @@ Comparison kiln::test::compileAndCompare(
       break;
     EXPECT_EQ(runner.getStatus().first, 0) << "a kernel reported bad input";
     std::vector<std::vector<uint8_t>> outputs;
-    for (auto [name, reference] : llvm::zip(resultNames, *references)) {
-      std::vector<uint8_t> *bytes =
-          runner.find(name, plan::BufferKind::Output);
+    for (auto [buffer, reference] : llvm::zip(resultBuffers, *references)) {
+      std::vector<uint8_t> *bytes = runner.find(buffer.first, buffer.second);
       if (!bytes) {
-        ADD_FAILURE() << "no output buffer '" << name << "'";
+        ADD_FAILURE() << "no buffer '" << buffer.first << "' for a result";
         continue;
       }
       outputs.push_back(*bytes);

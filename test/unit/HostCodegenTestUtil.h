@@ -81,10 +81,11 @@ struct Comparison {
 };
 
 /// Compiles `function` (a graph function of `module`, whose arguments carry
-/// graph.param/graph.input names) to an artifact, runs the entry `entry`
-/// on random inputs drawn from `ranges` (by argument name; default
-/// [-2, 2)), runs the interpreter on the same inputs, and compares every
-/// output. The run is repeated with chunk sizes 1 and 3 in reverse order,
+/// graph.param/graph.input/graph.state names) to an artifact, runs the
+/// entry `entry` on random inputs drawn from `ranges` (by argument name;
+/// default [-2, 2)), runs the interpreter on the same inputs, and compares
+/// every result: outputs, and the parameter or state buffer that a
+/// `graph.update` result writes. The run is repeated with chunk sizes 1 and 3 in reverse order,
 /// which must give identical bytes. Parameters take their graph.init values
 /// when `initializeParams` is set.
 Comparison compileAndCompare(mlir::ModuleOp module, llvm::StringRef function,

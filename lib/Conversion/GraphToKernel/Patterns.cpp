@@ -16,4 +16,8 @@ void kiln::populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns) {
   populateNNToKernelPatterns(patterns);
   populateAttentionToKernelPatterns(patterns);
   populateRandomToKernelPatterns(patterns);
+  populateGradToKernelPatterns(patterns);
+  populateLayerNormGradToKernelPatterns(patterns);
+  populateAttentionGradToKernelPatterns(patterns);
+  populateOptimizerToKernelPatterns(patterns);
 }

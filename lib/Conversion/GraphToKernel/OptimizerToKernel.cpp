@@ -1,0 +1,445 @@
+//===- OptimizerToKernel.cpp - Optimizer graph ops to kernels -------------===//
+//
+// Part of Kiln. The learning-rate schedule, the global gradient norm, the
+// clipping factor and the SGD, momentum and AdamW updates, with the
+// formulas of GraphOptimizerOps.td written operation for operation as the
+// interpreter evaluates them (lib/Interpreter/OptimizerOps.cpp).
+//
+// The updates are blocked elementwise kernels: one parallel iteration per
+// block of kUpdateBlock elements, which first loads the scalars (lr, step,
+// grad scale) from their 0-d buffers and derives the per-step factors
+// (AdamW's bias corrections), then updates its elements. They read element
+// i of the parameter and state only where they write element i, so the
+// conversion may give them the parameter's and the state's own buffers as
+// results: the update happens in place. A buffer passed for both an operand
+// and a result is passed once.
+//
+// The global norm sums squares per fixed block of each gradient (in
+// parallel), then the block sums in order: the order is fixed at compile
+// time, whatever the chunking.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/GraphToKernel/GraphToKernel.h"
+#include "kiln/Conversion/GraphToKernel/KernelBuilders.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln;
+
+/// Elements per parallel iteration of an update kernel.
+static constexpr int64_t kUpdateBlock = 1024;
+/// Elements per partial sum of the global norm.
+static constexpr int64_t kNormBlock = 4096;
+
+namespace {
+/// The per-block scalars of an update, from the kernel's arguments.
+using BlockPrologue = llvm::function_ref<SmallVector<Value>(
+    OpBuilder &, Location, ArrayRef<Value> args)>;
+/// Updates element `i`, given the block's scalars.
+using ElementUpdate = llvm::function_ref<void(
+    OpBuilder &, Location, ArrayRef<Value> args, ValueRange scalars, Value i)>;
+} // namespace
+
+/// Launches the blocked update kernel of `op` over `count` elements.
+/// `buffers` are the operands then the results (tensors seen flat as
+/// `{count}`, scalars as 0-d buffers); `prologue` and `update` see them in
+/// that order, whichever of them share one buffer.
+static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
+                                ArrayRef<Value> buffers, int64_t count,
+                                BlockPrologue prologue, ElementUpdate update) {
+  if (count == 0)
+    return;
+  // One kernel argument per distinct buffer.
+  SmallVector<Value> arguments;
+  SmallVector<unsigned> slots;
+  for (Value buffer : buffers) {
+    auto same = llvm::find_if(arguments, [&](Value argument) {
+      return argument.getType() == buffer.getType() &&
+             KernelLowering::getRootBuffer(argument) ==
+                 KernelLowering::getRootBuffer(buffer);
+    });
+    slots.push_back(same - arguments.begin());
+    if (same == arguments.end())
+      arguments.push_back(buffer);
+  }
+  int64_t blocks = (count + kUpdateBlock - 1) / kUpdateBlock;
+  lowering.launch(
+      op->getLoc(), op->getName().getStringRef(), arguments, blocks,
+      kb::chooseGrain(blocks, kUpdateBlock),
+      [&](OpBuilder &b, Location loc, ValueRange kernelArgs) {
+        SmallVector<Value> args;
+        for (unsigned slot : slots)
+          args.push_back(kernelArgs[slot]);
+        kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
+                                            Value block) {
+          SmallVector<Value> scalars = prologue(b, loc, args);
+          Value begin = arith::MulIOp::create(b, loc, block,
+                                              kb::index(b, loc, kUpdateBlock));
+          Value end = arith::MinUIOp::create(
+              b, loc,
+              arith::AddIOp::create(b, loc, begin,
+                                    kb::index(b, loc, kUpdateBlock)),
+              kb::index(b, loc, count));
+          kb::forLoop(b, loc, begin, end, {},
+                      [&](OpBuilder &b, Location loc, Value i,
+                          ValueRange) -> SmallVector<Value> {
+                        update(b, loc, args, scalars, i);
+                        return {};
+                      });
+        });
+      });
+}
+
+/// The value of a 0-d buffer.
+static Value loadScalar(OpBuilder &b, Location loc, Value buffer) {
+  return memref::LoadOp::create(b, loc, buffer, ValueRange{});
+}
+
+namespace {
+/// Small arithmetic helpers over one builder.
+struct Arith {
+  OpBuilder &b;
+  Location loc;
+  Type type;
+  Value c(double value) { return kb::floatConst(b, loc, type, value); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value at(Value buffer, Value i) {
+    return memref::LoadOp::create(b, loc, buffer, i);
+  }
+  void store(Value value, Value buffer, Value i) {
+    memref::StoreOp::create(b, loc, value, buffer, i);
+  }
+};
+
+/// The rate of step t (read from its 0-d buffer), computed in f64 as the
+/// interpreter does, rounded once to the result type.
+struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
+  LogicalResult lowerOp(graph::LrScheduleOp op,
+                        KernelLowering &lowering) const override {
+    Type elementType = op.getType().getElementType();
+    double lr = op.getLr().convertToDouble();
+    double warmup = static_cast<double>(op.getWarmup());
+    double total = static_cast<double>(op.getTotal());
+    double final = op.getFinal().convertToDouble();
+    StringRef kind = op.getKind();
+    Value result = lowering.allocateResult(op.getResult());
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(),
+        {lowering.lookup(op.getStep()), result}, 1, 1,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Arith f{b, loc, b.getF64Type()};
+          Value t = loadScalar(b, loc, args[0]);
+          if (!t.getType().isF64())
+            t = arith::ExtFOp::create(b, loc, b.getF64Type(), t);
+          Value rate = f.c(lr);
+          if (kind != "constant") {
+            // p = clamp((t - W) / (total - W), 0, 1), as std::clamp.
+            Value p = f.div(f.sub(t, f.c(warmup)), f.c(total - warmup));
+            Value below = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::OLT, p, f.c(0.0));
+            Value above = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::OLT, f.c(1.0), p);
+            p = arith::SelectOp::create(
+                b, loc, below, f.c(0.0),
+                arith::SelectOp::create(b, loc, above, f.c(1.0), p));
+            if (kind == "linear") {
+              rate = f.mul(f.c(lr), f.sub(f.c(1.0), f.mul(f.c(1.0 - final), p)));
+            } else {
+              Value cosine = math::CosOp::create(b, loc, f.mul(f.c(M_PI), p));
+              rate = f.mul(f.c(lr),
+                           f.add(f.c(final), f.mul(f.mul(f.c(1.0 - final),
+                                                         f.c(0.5)),
+                                                   f.add(f.c(1.0), cosine))));
+            }
+          }
+          if (warmup > 0) {
+            Value warming = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::OLE, t, f.c(warmup));
+            rate = arith::SelectOp::create(
+                b, loc, warming, f.div(f.mul(f.c(lr), t), f.c(warmup)), rate);
+          }
+          if (!elementType.isF64())
+            rate = arith::TruncFOp::create(b, loc, elementType, rate);
+          memref::StoreOp::create(b, loc, rate, args[1], ValueRange{});
+        });
+    lowering.bind(op.getResult(), result);
+    return success();
+  }
+};
+
+/// sqrt of the sum of squares: a partial sum per block of kNormBlock
+/// elements of each operand (one parallel loop per operand over the block
+/// index), then the partials summed in operand and block order.
+struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
+  LogicalResult lowerOp(graph::GlobalNormOp op,
+                        KernelLowering &lowering) const override {
+    Type elementType = op.getType().getElementType();
+    SmallVector<Value> inputs;
+    SmallVector<int64_t> counts, blocks, bases;
+    int64_t totalBlocks = 0, range = 0, totalElements = 0;
+    for (Value input : op.getInputs()) {
+      int64_t count = cast<ShapedType>(input.getType()).getNumElements();
+      if (count == 0)
+        continue;
+      inputs.push_back(lowering.view(lowering.lookup(input), {count}));
+      counts.push_back(count);
+      blocks.push_back((count + kNormBlock - 1) / kNormBlock);
+      bases.push_back(totalBlocks);
+      totalBlocks += blocks.back();
+      range = std::max(range, blocks.back());
+      totalElements += count;
+    }
+    Value result = lowering.allocateResult(op.getResult());
+    Value partials = lowering.allocateTransient(
+        MemRefType::get({std::max<int64_t>(totalBlocks, 1)}, elementType));
+    if (totalBlocks > 0) {
+      SmallVector<Value> buffers(inputs);
+      buffers.push_back(partials);
+      lowering.launch(
+          op.getLoc(), op->getName().getStringRef(), buffers, range,
+          kb::chooseGrain(range, totalElements / range),
+          [&](OpBuilder &b, Location loc, ValueRange args) {
+            for (unsigned k = 0; k < inputs.size(); ++k) {
+              kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
+                                                 Value block) {
+                auto sumBlock = [&](OpBuilder &b, Location loc) {
+                  Arith f{b, loc, elementType};
+                  Value begin = arith::MulIOp::create(
+                      b, loc, block, kb::index(b, loc, kNormBlock));
+                  Value end = arith::MinUIOp::create(
+                      b, loc,
+                      arith::AddIOp::create(b, loc, begin,
+                                            kb::index(b, loc, kNormBlock)),
+                      kb::index(b, loc, counts[k]));
+                  Value sum = kb::forLoop(
+                      b, loc, begin, end, f.c(0.0),
+                      [&](OpBuilder &, Location, Value i,
+                          ValueRange acc) -> SmallVector<Value> {
+                        Value x = f.at(args[k], i);
+                        return {f.add(acc[0], f.mul(x, x))};
+                      })[0];
+                  f.store(sum, args.back(),
+                          arith::AddIOp::create(b, loc, block,
+                                                kb::index(b, loc, bases[k])));
+                };
+                if (blocks[k] == range) {
+                  sumBlock(b, loc);
+                  return;
+                }
+                Value inside = arith::CmpIOp::create(
+                    b, loc, arith::CmpIPredicate::ult, block,
+                    kb::index(b, loc, blocks[k]));
+                auto ifOp = scf::IfOp::create(b, loc, inside, false);
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                sumBlock(b, loc);
+              });
+            }
+          });
+    }
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(), {partials, result}, 1, 1,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Arith f{b, loc, elementType};
+          Value sum = kb::forLoop(b, loc, totalBlocks, f.c(0.0),
+                                  [&](OpBuilder &, Location, Value i,
+                                      ValueRange acc) -> SmallVector<Value> {
+                                    return {f.add(acc[0], f.at(args[0], i))};
+                                  })[0];
+          memref::StoreOp::create(b, loc, math::SqrtOp::create(b, loc, sum),
+                                  args[1], ValueRange{});
+        });
+    lowering.bind(op.getResult(), result);
+    return success();
+  }
+};
+
+/// min(1, max_norm / (norm + 1e-6)), as std::min(T(1), coefficient).
+struct ClipScaleToKernel : OpToKernelPattern<graph::ClipScaleOp> {
+  LogicalResult lowerOp(graph::ClipScaleOp op,
+                        KernelLowering &lowering) const override {
+    Type elementType = op.getType().getElementType();
+    double maxNorm = op.getMaxNorm().convertToDouble();
+    Value result = lowering.allocateResult(op.getResult());
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(),
+        {lowering.lookup(op.getNorm()), result}, 1, 1,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Arith f{b, loc, elementType};
+          Value coefficient = f.div(
+              f.c(maxNorm), f.add(loadScalar(b, loc, args[0]), f.c(1e-6)));
+          Value smaller = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OLT, coefficient, f.c(1.0));
+          memref::StoreOp::create(
+              b, loc,
+              arith::SelectOp::create(b, loc, smaller, coefficient, f.c(1.0)),
+              args[1], ValueRange{});
+        });
+    lowering.bind(op.getResult(), result);
+    return success();
+  }
+};
+
+/// p' = p - lr (g s + wd p).
+struct SgdUpdateToKernel : OpToKernelPattern<graph::SgdUpdateOp> {
+  bool readsAtResultIndex() const override { return true; }
+  LogicalResult lowerOp(graph::SgdUpdateOp op,
+                        KernelLowering &lowering) const override {
+    auto type = op.getParam().getType();
+    int64_t count = type.getNumElements();
+    double wd = op.getWeightDecay().convertToDouble();
+    Value newParam = lowering.allocateResult(op.getNewParam());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
+                       lowering.view(lowering.lookup(op.getGrad()), {count}),
+                       lowering.lookup(op.getLr()),
+                       lowering.lookup(op.getGradScale()),
+                       lowering.view(newParam, {count})};
+    launchBlockedUpdate(
+        op, lowering, buffers, count,
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
+          return SmallVector<Value>{loadScalar(b, loc, args[2]),
+                                    loadScalar(b, loc, args[3])};
+        },
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
+            ValueRange scalars, Value i) {
+          Arith f{b, loc, type.getElementType()};
+          Value p = f.at(args[0], i);
+          Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
+          f.store(f.sub(p, f.mul(scalars[0], d)), args[4], i);
+        });
+    lowering.bind(op.getNewParam(), newParam);
+    return success();
+  }
+};
+
+/// d = g s + wd p; b' = mu b + d; p' = p - lr (nesterov ? d + mu b' : b').
+struct MomentumUpdateToKernel : OpToKernelPattern<graph::MomentumUpdateOp> {
+  bool readsAtResultIndex() const override { return true; }
+  LogicalResult lowerOp(graph::MomentumUpdateOp op,
+                        KernelLowering &lowering) const override {
+    auto type = op.getParam().getType();
+    int64_t count = type.getNumElements();
+    double wd = op.getWeightDecay().convertToDouble();
+    double mu = op.getMomentum().convertToDouble();
+    bool nesterov = op.getNesterov();
+    Value newParam = lowering.allocateResult(op.getNewParam());
+    Value newBuffer = lowering.allocateResult(op.getNewBuffer());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
+                       lowering.view(lowering.lookup(op.getGrad()), {count}),
+                       lowering.view(lowering.lookup(op.getBuffer()), {count}),
+                       lowering.lookup(op.getLr()),
+                       lowering.lookup(op.getGradScale()),
+                       lowering.view(newParam, {count}),
+                       lowering.view(newBuffer, {count})};
+    launchBlockedUpdate(
+        op, lowering, buffers, count,
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
+          return SmallVector<Value>{loadScalar(b, loc, args[3]),
+                                    loadScalar(b, loc, args[4])};
+        },
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
+            ValueRange scalars, Value i) {
+          Arith f{b, loc, type.getElementType()};
+          Value p = f.at(args[0], i);
+          Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
+          Value next = f.add(f.mul(f.c(mu), f.at(args[2], i)), d);
+          Value step = nesterov ? f.add(d, f.mul(f.c(mu), next)) : next;
+          f.store(next, args[6], i);
+          f.store(f.sub(p, f.mul(scalars[0], step)), args[5], i);
+        });
+    lowering.bind(op.getNewParam(), newParam);
+    lowering.bind(op.getNewBuffer(), newBuffer);
+    return success();
+  }
+};
+
+/// Per block: bc1 = 1 - b1^t, bc2 = sqrt(1 - b2^t), step = lr / bc1,
+/// decay = 1 - lr wd; per element: g = grad s, m' = b1 m + (1 - b1) g,
+/// v' = b2 v + (1 - b2) g g, p' = p decay - step (m' / (sqrt(v') / bc2 +
+/// eps)).
+struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
+  bool readsAtResultIndex() const override { return true; }
+  LogicalResult lowerOp(graph::AdamWUpdateOp op,
+                        KernelLowering &lowering) const override {
+    auto type = op.getParam().getType();
+    Type elementType = type.getElementType();
+    int64_t count = type.getNumElements();
+    double beta1 = op.getBeta1().convertToDouble();
+    double beta2 = op.getBeta2().convertToDouble();
+    double eps = op.getEps().convertToDouble();
+    double wd = op.getWeightDecay().convertToDouble();
+    Value newParam = lowering.allocateResult(op.getNewParam());
+    Value newM = lowering.allocateResult(op.getNewM());
+    Value newV = lowering.allocateResult(op.getNewV());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
+                       lowering.view(lowering.lookup(op.getGrad()), {count}),
+                       lowering.view(lowering.lookup(op.getM()), {count}),
+                       lowering.view(lowering.lookup(op.getV()), {count}),
+                       lowering.lookup(op.getLr()),
+                       lowering.lookup(op.getStep()),
+                       lowering.lookup(op.getGradScale()),
+                       lowering.view(newParam, {count}),
+                       lowering.view(newM, {count}),
+                       lowering.view(newV, {count})};
+    launchBlockedUpdate(
+        op, lowering, buffers, count,
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
+          Arith f{b, loc, elementType};
+          Value lr = loadScalar(b, loc, args[4]);
+          Value step = loadScalar(b, loc, args[5]);
+          Value bias1 =
+              f.sub(f.c(1.0), math::PowFOp::create(b, loc, f.c(beta1), step));
+          Value bias2Sqrt = math::SqrtOp::create(
+              b, loc,
+              f.sub(f.c(1.0), math::PowFOp::create(b, loc, f.c(beta2), step)));
+          return SmallVector<Value>{f.div(lr, bias1), bias2Sqrt,
+                                    f.sub(f.c(1.0), f.mul(lr, f.c(wd))),
+                                    loadScalar(b, loc, args[6])};
+        },
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
+            ValueRange scalars, Value i) {
+          Arith f{b, loc, elementType};
+          Value stepSize = scalars[0], bias2Sqrt = scalars[1],
+                decay = scalars[2], scale = scalars[3];
+          Value b1 = f.c(beta1), b2 = f.c(beta2);
+          Value g = f.mul(f.at(args[1], i), scale);
+          Value m = f.add(f.mul(b1, f.at(args[2], i)),
+                          f.mul(f.sub(f.c(1.0), b1), g));
+          Value v = f.add(f.mul(b2, f.at(args[3], i)),
+                          f.mul(f.mul(f.sub(f.c(1.0), b2), g), g));
+          Value denominator =
+              f.add(f.div(math::SqrtOp::create(b, loc, v), bias2Sqrt), f.c(eps));
+          Value p = f.sub(f.mul(f.at(args[0], i), decay),
+                          f.mul(stepSize, f.div(m, denominator)));
+          f.store(m, args[8], i);
+          f.store(v, args[9], i);
+          f.store(p, args[7], i);
+        });
+    lowering.bind(op.getNewParam(), newParam);
+    lowering.bind(op.getNewM(), newM);
+    lowering.bind(op.getNewV(), newV);
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateOptimizerToKernelPatterns(
+    GraphToKernelPatternSet &patterns) {
+  patterns.add<LrScheduleToKernel>();
+  patterns.add<GlobalNormToKernel>();
+  patterns.add<ClipScaleToKernel>();
+  patterns.add<SgdUpdateToKernel>();
+  patterns.add<MomentumUpdateToKernel>();
+  patterns.add<AdamWUpdateToKernel>();
+}
