@@ -71,6 +71,22 @@ static std::optional<int64_t> readTrainSetting(mlir::ModuleOp module,
   return std::nullopt;
 }
 
+/// The warmup of the train block's schedule when it decays afterwards
+/// (linear, cosine); 0 for a constant rate or no schedule.
+static int64_t getDecayingWarmup(mlir::ModuleOp module) {
+  auto train = module->getAttrOfType<mlir::DictionaryAttr>(
+      graph::GraphDialect::kTrainAttr);
+  auto schedule =
+      train ? train.getAs<mlir::DictionaryAttr>("schedule") : nullptr;
+  if (!schedule)
+    return 0;
+  auto name = schedule.getAs<mlir::StringAttr>("name");
+  auto warmup = schedule.getAs<mlir::IntegerAttr>("warmup");
+  if (!name || name.getValue() == "constant" || !warmup)
+    return 0;
+  return warmup.getInt();
+}
+
 Expected<TrainArtifact>
 kiln::cli::compileForTraining(StringRef modelPath,
                               const TrainCompileOptions &options) {
@@ -82,8 +98,17 @@ kiln::cli::compileForTraining(StringRef modelPath,
   // Later errors point into the model file too, with its source lines.
   mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
                                            model->context.get());
-  if (options.steps)
-    overrideTrainSetting(module, "steps", *options.steps);
+  // --steps sets the schedule's length. A run no longer than the warmup of
+  // a decaying schedule has nothing to decay: it takes the first steps of
+  // the train block's own schedule (the warmup's rates do not depend on the
+  // length) instead of failing the schedule's check (total > warmup).
+  std::optional<int64_t> stopAfter;
+  if (options.steps) {
+    if (*options.steps <= getDecayingWarmup(module))
+      stopAfter = *options.steps;
+    else
+      overrideTrainSetting(module, "steps", *options.steps);
+  }
   if (options.accumulate)
     overrideTrainSetting(module, "accumulate", *options.accumulate);
 
@@ -93,6 +118,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
     return createStringError("invalid train block");
   TrainArtifact artifact;
   artifact.steps = settings->steps;
+  artifact.stopAfter = stopAfter;
   artifact.accumulate = settings->accumulate;
   artifact.batchSeed = readTrainSetting(module, "batch_seed");
   artifact.evalEvery = readTrainSetting(module, "eval_every");

@@ -39,6 +39,9 @@ struct TrainArtifact {
   double compileSeconds = 0;
   /// The train block's settings after overrides.
   int64_t steps = 0;
+  /// Set when --steps is within the warmup of a decaying schedule: the run
+  /// takes this many steps of the train block's schedule (of `steps`).
+  std::optional<int64_t> stopAfter;
   int64_t accumulate = 1;
   std::optional<int64_t> batchSeed, evalEvery;
 };

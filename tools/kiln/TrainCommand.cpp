@@ -212,12 +212,19 @@ int kiln::cli::runTrain() {
       compileForTraining(trainModel, compileOptions);
   if (!artifact)
     return fail(artifact.takeError());
-  Progress progress(artifact->steps, quiet);
+  // The steps of this run: --steps within the warmup stops early.
+  int64_t runSteps = artifact->stopAfter.value_or(artifact->steps);
+  Progress progress(runSteps, quiet);
   if (artifact->fromCache)
     progress.message("using the compiled artifact " + artifact->directory);
   else
     progress.message(formatv("compiled in {0:f1} s: {1}",
                              artifact->compileSeconds, artifact->directory));
+  if (artifact->stopAfter)
+    progress.message(formatv("--steps {0} lies within the schedule's warmup: "
+                             "training the first {0} steps of its {1}-step "
+                             "schedule",
+                             *artifact->stopAfter, artifact->steps));
 
   Expected<std::unique_ptr<TrainSession>> opened =
       TrainSession::open(artifact->directory, device, threads);
@@ -225,24 +232,13 @@ int kiln::cli::runTrain() {
     return fail(opened.takeError());
   TrainSession &session = **opened;
 
+  // Parameters: fresh, from weights, or from a checkpoint with the data
+  // order (its batch seed, unless --batch-seed overrides it) and position,
+  // so that a resumed run sees the batches an uninterrupted one would.
   uint64_t dataSeed = batchSeed.getNumOccurrences()
                           ? uint64_t(batchSeed)
                           : uint64_t(artifact->batchSeed.value_or(0));
-  auto trainSet = session.openDataset(trainData, /*training=*/true, dataSeed);
-  if (!trainSet)
-    return fail(trainSet.takeError());
-  std::unique_ptr<data::Dataset> evalSet;
-  if (!evalData.empty()) {
-    auto opened = session.openDataset(evalData, /*training=*/false, 0,
-                                      evalBatches);
-    if (!opened)
-      return fail(opened.takeError());
-    evalSet = std::move(*opened);
-  }
-
-  // Parameters: fresh, from weights, or from a checkpoint with the data
-  // position, so that a resumed run sees the batches an uninterrupted one
-  // would.
+  std::optional<data::DataPosition> resumePosition;
   if (!resumeFile.empty()) {
     Expected<std::string> metadata = session.resume(resumeFile);
     if (!metadata)
@@ -260,16 +256,34 @@ int kiln::cli::runTrain() {
     if (Status status = data::DataPosition::parse(position->str(), where);
         !status)
       return fail(status.message());
-    if (Status status = (*trainSet)->seek(where); !status)
-      return fail(status.message());
-    progress.message(formatv("resumed at step {0} from {1}", session.step(),
-                             resumeFile));
+    resumePosition = where;
+    if (std::optional<int64_t> saved = object->getInteger("batch_seed");
+        saved && !batchSeed.getNumOccurrences())
+      dataSeed = static_cast<uint64_t>(*saved);
   } else {
     if (Error error = session.initialize(seed))
       return fail(std::move(error));
     if (!initFrom.empty())
       if (Error error = session.loadParameters(initFrom))
         return fail(std::move(error));
+  }
+
+  auto trainSet = session.openDataset(trainData, /*training=*/true, dataSeed);
+  if (!trainSet)
+    return fail(trainSet.takeError());
+  std::unique_ptr<data::Dataset> evalSet;
+  if (!evalData.empty()) {
+    auto opened = session.openDataset(evalData, /*training=*/false, 0,
+                                      evalBatches);
+    if (!opened)
+      return fail(opened.takeError());
+    evalSet = std::move(*opened);
+  }
+  if (resumePosition) {
+    if (Status status = (*trainSet)->seek(*resumePosition); !status)
+      return fail(status.message());
+    progress.message(formatv("resumed at step {0} from {1}", session.step(),
+                             resumeFile));
   }
   if (checkNumerics)
     if (Error error = session.setCheckNumerics(true))
@@ -292,7 +306,7 @@ int kiln::cli::runTrain() {
   };
 
   bool accumulating = artifact->accumulate > 1;
-  int64_t steps = artifact->steps;
+  int64_t steps = runSteps;
   int64_t lastStep = untilStep.getNumOccurrences()
                          ? std::min<int64_t>(untilStep, steps)
                          : steps;
