@@ -2,7 +2,8 @@
 //
 // Part of Kiln. Compiles a model into an artifact directory
 // (`--target=cpu -o OUT.kiln.d`), or stops at a stage and prints it
-// (`--emit=graph|kernel|llvm`).
+// (`--emit=graph|kernel|llvm`). `--train` adds the training entry points
+// (train_step, or accumulate_step and apply_step) built from the train block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "ModelLoading.h"
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Target/Host/HostTarget.h"
 
@@ -59,6 +61,11 @@ static cl::opt<std::string> compileOutput("o", cl::desc("Output file"),
                                           cl::value_desc("FILE"),
                                           cl::init("-"),
                                           cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> compileTrain(
+    "train",
+    cl::desc("Also compile the training entry points (train_step, or "
+             "accumulate_step and apply_step) from the train block"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> printDebugInfo(
     "print-locations", cl::desc("Print each op's location in the model file"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
@@ -76,6 +83,16 @@ int kiln::cli::runCompile() {
     WithColor::error(errs(), "kiln")
         << "--target=cpu writes a directory: give it with -o OUT.kiln.d\n";
     return 1;
+  }
+  // The training entries are graph functions: build them before any stage
+  // is printed or lowered, exactly as `kiln train` does.
+  if (compileTrain) {
+    mlir::FailureOr<kiln::graph::TrainSettings> settings =
+        kiln::graph::TrainSettings::fromModule(*model->module);
+    if (mlir::failed(settings) ||
+        mlir::failed(
+            kiln::graph::buildTrainFunctions(*model->module, *settings)))
+      return 1;
   }
   kiln::HostTargetOptions host;
   host.cpu = hostCpu;
