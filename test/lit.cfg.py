@@ -17,6 +17,13 @@ config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
+# The embedding examples (examples/embed) are built by the tests with the
+# system C compiler against libkiln_runtime.so, as a user would build them.
+config.substitutions.append(("%cc", getattr(config, "kiln_c_compiler", "cc")))
+config.substitutions.append(("%kiln_lib", getattr(
+    config, "kiln_lib_dir", os.path.join(config.kiln_obj_root, "lib"))))
+config.substitutions.append(("%kiln_include",
+                             os.path.join(config.kiln_src_root, "runtime", "include")))
 if config.kiln_has_ptxas:
     config.available_features.add("ptxas")
 
