@@ -134,8 +134,11 @@ public:
     }
   }
 
+  /// A line of news (compilation, evaluation, resuming); --quiet drops it.
   void message(const Twine &text) {
-    if (terminal && !quiet)
+    if (quiet)
+      return;
+    if (terminal)
       errs() << "\r\x1b[K";
     errs() << text << "\n";
   }
