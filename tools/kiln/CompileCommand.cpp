@@ -12,14 +12,17 @@
 
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Pipelines/CompileStats.h"
 #include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Target/Host/HostTarget.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -69,11 +72,38 @@ static cl::opt<bool> compileTrain(
 static cl::opt<bool> printDebugInfo(
     "print-locations", cl::desc("Print each op's location in the model file"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> printStats(
+    "stats",
+    cl::desc("Compile the training step and print its figures as one JSON "
+             "object: params, FLOPs, kernels per step, the arena against its "
+             "live lower bound, peak and activation bytes"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+// Accepted so that scripts can ask for the comparison already; the passes
+// they switch off do not exist yet.
+static cl::opt<bool> noFuse(
+    "no-fuse", cl::desc("Compile without fusion (a no-op: no fusion pass yet)"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> noRecompute(
+    "no-recompute",
+    cl::desc("Compile without recomputation (a no-op: no recomputation pass "
+             "yet)"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 
 int kiln::cli::runCompile() {
   std::unique_ptr<LoadedModel> model = loadModelForCLI(compileModel);
   if (!model->module)
     return 1;
+  if (printStats) {
+    // Errors of the later passes point into the model file too.
+    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                             model->context.get());
+    FailureOr<json::Object> stats =
+        kiln::compileWithStats(*model->module, {});
+    if (failed(stats))
+      return 1;
+    outs() << formatv("{0:2}", json::Value(std::move(*stats))) << "\n";
+    return 0;
+  }
 
   // Without --emit, --target writes the artifact; with neither, the graph
   // is printed as before.
