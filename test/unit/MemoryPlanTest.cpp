@@ -2,14 +2,16 @@
 //
 // Part of Kiln. Both example models compiled twice -- transients placed by
 // the memory planner, and one after another by the naive pass -- and run
-// through libkiln_runtime on the same parameters and inputs: every output
-// must be the same bytes. The planned entries are also checked by
+// through libkiln_runtime on the same parameters and inputs: every output,
+// and after train_step every parameter and optimizer state, must be the
+// same bytes. The planned entries are also checked by
 // ArenaCheck (no two live transients overlap) and held to the figure of
 // issue 4, arena <= 1.05 x live lower bound.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Dialect/Kernel/Analysis/ArenaCheck.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Frontend/Frontend.h"
@@ -36,7 +38,8 @@ using namespace kiln;
 
 namespace {
 
-/// The bytes of every output (after a run) by name.
+/// The bytes of every output, parameter and optimizer state (after a run)
+/// by name.
 using Outputs = std::map<std::string, std::vector<uint8_t>>;
 
 /// Integer inputs draw from [0, bound); float inputs from [0, 1).
@@ -84,8 +87,9 @@ protected:
   }
 
   /// Opens the artifact in `directory`, initializes the parameters with a
-  /// fixed seed, binds inputs drawn from a fixed seed, runs `entry` and
-  /// returns every output.
+  /// fixed seed, binds inputs drawn from a fixed seed, runs `entry` twice
+  /// (the second run finds the arena as the first left it) and returns
+  /// every output, parameter and optimizer state.
   Outputs run(const std::string &directory, const char *entry,
               const InputBounds &bounds) {
     Outputs outputs;
@@ -101,12 +105,15 @@ protected:
     size_t count = 0;
     kiln_artifact_buffer_count(artifact, &count);
     std::mt19937 random(99);
-    std::vector<kiln_buffer_info> outputInfos;
+    std::vector<kiln_buffer_info> outputInfos, persistentInfos;
     for (size_t i = 0; i < count; ++i) {
       kiln_buffer_info info;
       kiln_artifact_buffer_info(artifact, i, &info);
       if (info.kind == KILN_BUFFER_OUTPUT)
         outputInfos.push_back(info);
+      if (info.kind == KILN_BUFFER_PARAM ||
+          info.kind == KILN_BUFFER_OPTIMIZER_STATE)
+        persistentInfos.push_back(info);
       if (info.kind != KILN_BUFFER_INPUT)
         continue;
       std::vector<uint8_t> data(info.size_bytes);
@@ -127,13 +134,21 @@ protected:
                 KILN_OK)
           << kiln_session_last_error(session);
     }
-    EXPECT_EQ(kiln_session_run(session, entry), KILN_OK)
-        << kiln_session_last_error(session);
+    for (int step = 0; step < 2; ++step)
+      EXPECT_EQ(kiln_session_run(session, entry), KILN_OK)
+          << kiln_session_last_error(session);
     for (const kiln_buffer_info &info : outputInfos) {
       std::vector<uint8_t> bytes(info.size_bytes);
       if (kiln_session_read_output(session, info.name, info.dtype,
                                    bytes.data(), bytes.size()) == KILN_OK)
         outputs[info.name] = std::move(bytes);
+    }
+    for (const kiln_buffer_info &info : persistentInfos) {
+      std::vector<uint8_t> bytes(info.size_bytes);
+      EXPECT_EQ(kiln_session_get_buffer(session, info.name, bytes.data(),
+                                        bytes.size()),
+                KILN_OK);
+      outputs[info.name] = std::move(bytes);
     }
     kiln_session_destroy(session);
     kiln_artifact_close(artifact);
@@ -185,7 +200,7 @@ protected:
         auto other = fromNaive.find(name);
         ASSERT_NE(other, fromNaive.end()) << entry << ": " << name;
         EXPECT_TRUE(bytes == other->second)
-            << entry << ": output '" << name << "' differs";
+            << entry << ": '" << name << "' differs";
       }
     }
   }
@@ -207,5 +222,26 @@ TEST_F(MemoryPlanTest, GptForwardIsBitIdenticalWithThePlannedArena) {
   OwningOpRef<ModuleOp> module = loadExample("gpt.kiln");
   ASSERT_TRUE(module);
   comparePlannedWithNaive(*module, {"predict", "eval_step"},
+                          {{"tokens", 256}, {"targets", 256}});
+}
+
+/// Adds the training entries to `module`.
+static bool addTrainStep(ModuleOp module) {
+  FailureOr<graph::TrainSettings> settings =
+      graph::TrainSettings::fromModule(module);
+  return succeeded(settings) &&
+         succeeded(graph::buildTrainFunctions(module, *settings));
+}
+
+TEST_F(MemoryPlanTest, MlpTrainStepIsBitIdenticalWithThePlannedArena) {
+  OwningOpRef<ModuleOp> module = loadExample("mlp.kiln");
+  ASSERT_TRUE(module && addTrainStep(*module));
+  comparePlannedWithNaive(*module, {"train_step"}, {{"y", 10}});
+}
+
+TEST_F(MemoryPlanTest, GptTrainStepIsBitIdenticalWithThePlannedArena) {
+  OwningOpRef<ModuleOp> module = loadExample("gpt.kiln");
+  ASSERT_TRUE(module && addTrainStep(*module));
+  comparePlannedWithNaive(*module, {"train_step"},
                           {{"tokens", 256}, {"targets", 256}});
 }
