@@ -103,6 +103,11 @@ static cl::opt<bool> checkNumerics(
     "check-numerics",
     cl::desc("Stop at the first NaN or infinity, naming the model line"),
     TRAIN_OPTION);
+static cl::opt<bool>
+    profile("profile",
+            cl::desc("Time every op and print the most expensive ones, with "
+                     "the model line each came from"),
+            TRAIN_OPTION);
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the summary"),
                            TRAIN_OPTION);
 
@@ -291,6 +296,9 @@ int kiln::cli::runTrain() {
   if (checkNumerics)
     if (Error error = session.setCheckNumerics(true))
       return fail(std::move(error));
+  if (profile)
+    if (Error error = session.enableProfiling())
+      return fail(std::move(error));
 
   std::unique_ptr<raw_fd_ostream> metrics;
   if (!metricsFile.empty()) {
@@ -404,5 +412,7 @@ int kiln::cli::runTrain() {
                     Progress::formatDuration(seconds), lastLoss);
   if (!saveFile.empty())
     outs() << "checkpoint: " << saveFile << "\n";
+  if (profile)
+    session.printProfile(outs(), /*limit=*/25);
   return 0;
 }

@@ -366,3 +366,53 @@ Error TrainSession::readOutput(const char *name, std::vector<float> &values) {
     return lastError(formatv("cannot read '{0}'", name).str());
   return Error::success();
 }
+
+Error TrainSession::enableProfiling() {
+  if (kiln_session_set_profiling(session, 1) != KILN_OK)
+    return lastError("cannot enable profiling");
+  return Error::success();
+}
+
+void TrainSession::printProfile(raw_ostream &os, size_t limit) const {
+  // Ops of the same kind from the same model line (the per-layer copies of a
+  // function body differ in their call site) are added up.
+  struct Row {
+    std::string name, where, entry;
+    uint64_t calls = 0;
+    double ms = 0;
+  };
+  std::vector<Row> rows;
+  StringMap<size_t> index;
+  double total = 0;
+  size_t count = 0;
+  kiln_session_profile_count(session, &count);
+  for (size_t i = 0; i < count; ++i) {
+    kiln_op_profile profile;
+    if (kiln_session_profile_op(session, i, &profile) != KILN_OK ||
+        profile.calls == 0)
+      continue;
+    std::string where =
+        profile.line ? formatv("{0}:{1}:{2}", profile.file, profile.line,
+                               profile.column)
+                           .str()
+                     : std::string("-");
+    std::string key = (Twine(profile.entry) + "|" + profile.name + "|" +
+                       profile.call + "|" + where)
+                          .str();
+    auto [it, inserted] = index.try_emplace(key, rows.size());
+    if (inserted)
+      rows.push_back({(Twine(profile.call) + " " + profile.name).str(), where,
+                      profile.entry});
+    rows[it->second].calls += profile.calls;
+    rows[it->second].ms += profile.total_ms;
+    total += profile.total_ms;
+  }
+  llvm::sort(rows, [](const Row &a, const Row &b) { return a.ms > b.ms; });
+  os << formatv("profile: {0:f1} ms in ops, most expensive first\n", total);
+  os << formatv("  {0,8} {1,6} {2,8}  {3,-40} {4}\n", "ms", "%", "calls",
+                "op", "model line");
+  for (size_t i = 0; i < rows.size() && i < limit; ++i)
+    os << formatv("  {0,8:f1} {1,6:f1} {2,8}  {3,-40} {4}  ({5})\n",
+                  rows[i].ms, 100 * rows[i].ms / std::max(total, 1e-9),
+                  rows[i].calls, rows[i].name, rows[i].where, rows[i].entry);
+}

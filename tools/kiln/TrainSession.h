@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <memory>
 #include <optional>
@@ -83,6 +84,10 @@ public:
   llvm::Expected<std::string> resume(const std::string &path);
   llvm::Error save(const std::string &path, const std::string &metadata);
   uint64_t step() const;
+  /// Times every op from now on.
+  llvm::Error enableProfiling();
+  /// Prints the time per op kind and model line, most expensive first.
+  void printProfile(llvm::raw_ostream &os, size_t limit) const;
   /// Stop at the first NaN or infinity, naming the op's model line.
   llvm::Error setCheckNumerics(bool enabled);
   bool hasEntry(llvm::StringRef name) const;
