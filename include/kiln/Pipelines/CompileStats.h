@@ -26,9 +26,10 @@ namespace kiln {
 ///   or `accumulate` x @accumulate_step + @apply_step; @forward without a
 ///   loss), recompute_flops (0 until recomputation exists); all from
 ///   CostOpInterface;
-/// - kernels per step: launches + library calls (GEMMs) + collectives, with
-///   kernels_optimizer the share lowered from optimizer ops (update,
-///   schedule, norm and clipping), and copies apart;
+/// - kernels per step: launches + library calls (GEMMs) + collectives (0
+///   until the kernel dialect has them), with kernels_optimizer the share
+///   lowered from optimizer ops (update, schedule, norm and clipping), and
+///   copies (kernel.copy, kernel.zero) apart;
 /// - arena_bytes, live_lower_bound_bytes, naive_arena_bytes (one buffer per
 ///   transient) of the module;
 /// - peak_bytes: everything resident during a step: persistent buffers
