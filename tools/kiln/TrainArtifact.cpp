@@ -20,6 +20,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/xxhash.h"
 
 #include <chrono>
@@ -28,9 +30,26 @@ using namespace llvm;
 using namespace kiln;
 using namespace kiln::cli;
 
-/// Bumped whenever the compiler changes what it emits, so that stale cached
-/// artifacts are never reused.
-static constexpr StringLiteral kCompilerVersion = "kiln 0.1.0 (artifact 1)";
+static constexpr StringLiteral kCompilerVersion = "kiln 0.1.0";
+
+/// What identifies this compiler build: its version and a hash of the
+/// executable itself, so that any change to the compiler invalidates the
+/// artifacts an older build cached, without anyone remembering to bump a
+/// number.
+static std::string getCompilerIdentity() {
+  static const std::string identity = [] {
+    std::string path = sys::fs::getMainExecutable(nullptr, nullptr);
+    auto binary = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                        /*RequiresNullTerminator=*/false);
+    uint64_t hash = binary ? xxh3_64bits(arrayRefFromStringRef(
+                                 (*binary)->getBuffer()))
+                           : 0;
+    return formatv("{0} (LLVM {1}, build {2:x-16})", kCompilerVersion,
+                   LLVM_VERSION_STRING, hash)
+        .str();
+  }();
+  return identity;
+}
 
 std::string kiln::cli::getCacheDirectory() {
   if (std::optional<std::string> dir = sys::Process::GetEnv("KILN_CACHE_DIR"))
@@ -131,7 +150,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
               "inference={5}\n",
-              kCompilerVersion, (*buffer)->getBuffer(), artifact.steps,
+              getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
@@ -168,7 +187,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
       (directory + formatv(".tmp.{0}", sys::Process::getProcessId())).str();
   (void)sys::fs::remove_directories(temporary);
   ArtifactOptions artifactOptions;
-  artifactOptions.compilerVersion = kCompilerVersion.str();
+  artifactOptions.compilerVersion = getCompilerIdentity();
   if (failed(writeArtifact(module, temporary, artifactOptions)))
     return createStringError("cannot write the artifact (see above)");
   if (std::error_code error = sys::fs::rename(temporary, directory)) {
