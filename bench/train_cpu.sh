@@ -14,6 +14,8 @@
 #   (c) Step time: 3 repetitions of a short run of each (kiln, torch,
 #       alternating), median step time after the warm-up steps of each run,
 #       then the median of the 3; the ratio torch / kiln (> 1: Kiln faster).
+#   (d) Where Kiln's step goes: kiln train --profile, the runtime's per-op
+#       times by op and model line.
 #
 # Timings are meaningless while something else runs on the cores, so the
 # script holds the build lock the engineers build under
@@ -33,7 +35,7 @@ LOCK=/tmp/kiln-build.lock
 KILN=${KILN:-$ROOT/build/bin/kiln}   # KILN overrides it (for testing the script)
 OUT=${KILN_BENCH_OUT:-$ROOT/build/bench}
 GPT_STEPS=${1:-}
-TIMING_STEPS=130   # > the GPT's 100 warm-up steps, which a cosine schedule needs
+TIMING_STEPS=110   # > the GPT's 100 warm-up steps, which a cosine schedule needs
 TIMING_SKIP=10     # warm-up steps left out of every median step time
 REPEATS=3
 EVAL_EVERY=100     # held-out loss every 100 steps: the "first step < 2.0"
@@ -81,6 +83,10 @@ GPT_STEP_ARGS=()
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 summarize() { python3 bench/metrics_summary.py "$1" --skip "$TIMING_SKIP" >"$2"; }
 now() { date +%s.%N; }
+# The 1-minute load average: the lock stops builds, not others' test runs; a
+# load well above the run's own threads means the figures that follow were
+# measured on a busy machine.
+load() { echo "(1-min load average now: $(cut -d' ' -f1 /proc/loadavg))"; }
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 
 echo "== Kiln CPU training benchmark"
@@ -107,6 +113,7 @@ echo "   $(tail -1 "$OUT/check_peer.log"); $(grep 'parameters after' "$OUT/check
 # 97% for every seed.
 echo
 echo "== (a) MLP on digits: 2000 steps, seeds 0-4, test accuracy (bar: >= 97%)"
+echo "   $(load)"
 mlp_pass=0
 for seed in 0 1 2 3 4; do
   "$KILN" train "$MLP" --quiet \
@@ -133,6 +140,7 @@ echo "   $mlp_pass of 5 seeds reach 97%"
 echo
 steps_text=${GPT_STEPS:-"the train block's"}
 echo "== (b) GPT on the bundled text: $steps_text steps, held-out loss every $EVAL_EVERY steps"
+echo "   $(load)"
 t0=$(now)
 "$KILN" train "$GPT" "${GPT_STEP_ARGS[@]}" \
   --tokens $TEXT/train.txt --eval-tokens $TEXT/valid.txt --eval-every $EVAL_EVERY \
@@ -182,6 +190,7 @@ EOF
 # then the median over the repetitions.
 echo
 echo "== (c) step time: $REPEATS x $TIMING_STEPS steps each, median after $TIMING_SKIP warm-up steps"
+echo "   $(load)"
 for r in $(seq 1 $REPEATS); do
   "$KILN" train "$GPT" --steps $TIMING_STEPS --quiet --tokens $TEXT/train.txt \
     --metrics "$OUT/time.kiln.$r.jsonl" >"$OUT/time.kiln.$r.log" 2>&1 ||
@@ -192,10 +201,22 @@ for r in $(seq 1 $REPEATS); do
     >"$OUT/time.torch.$r.log" 2>&1 ||
     { cat "$OUT/time.torch.$r.log" >&2; exit 1; }
   summarize "$OUT/time.torch.$r.jsonl" "$OUT/time.torch.$r.json"
-  printf '   repetition %d: kiln %.1f ms/step, torch %.1f ms/step\n' "$r" \
+  printf '   repetition %d: kiln %.1f ms/step, torch %.1f ms/step  %s\n' "$r" \
     "$(json "$OUT/time.kiln.$r.json" "d['median_step_ms']")" \
-    "$(json "$OUT/time.torch.$r.json" "d['median_step_ms']")"
+    "$(json "$OUT/time.torch.$r.json" "d['median_step_ms']")" "$(load)"
 done
+
+# --- (d) Where Kiln's step time goes ---------------------------------------------
+# kiln train --profile: the runtime's per-op times (kiln_session_set_profiling)
+# summed over the run and over the layers' copies of each model line, most
+# expensive first. Profiling adds a little time per op, so this run is not
+# one of the timed ones.
+echo
+echo "== (d) Kiln's train_step, profiled per op over $TIMING_STEPS steps (kiln train --profile)"
+echo "   $(load)"
+"$KILN" train "$GPT" --steps $TIMING_STEPS --quiet --profile --tokens $TEXT/train.txt \
+  >"$OUT/profile.txt" 2>&1 || { cat "$OUT/profile.txt" >&2; exit 1; }
+sed -n '/^profile:/,$p' "$OUT/profile.txt" | head -22 | sed 's/^/   /'
 
 python3 - "$OUT" "$REPEATS" <<'EOF'
 import json, os, statistics, sys
