@@ -20,7 +20,8 @@ using namespace mlir;
 using namespace kiln;
 
 void kiln::launchElementwise(Operation *op, KernelLowering &lowering,
-                             ElementwiseScalarFn scalar) {
+                             ElementwiseScalarFn scalar,
+                             int64_t workPerElement) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t count = resultType.getNumElements();
   SmallVector<Value> buffers;
@@ -30,7 +31,7 @@ void kiln::launchElementwise(Operation *op, KernelLowering &lowering,
   buffers.push_back(lowering.view(result, {count}));
   lowering.launch(
       op->getLoc(), op->getName().getStringRef(), buffers, count,
-      kb::chooseGrain(count, 1),
+      kb::chooseGrain(count, workPerElement),
       [&](OpBuilder &b, Location loc, ValueRange args) {
         SmallVector<AffineMap> maps(args.size() - 1,
                                     b.getMultiDimIdentityMap(1));
@@ -90,15 +91,23 @@ static Value buildBinary(Operation *op, OpBuilder &b, Location loc, Value x,
       .Default([](Operation *) { return Value(); });
 }
 
+/// The grain weight of an element that costs a math function.
+static constexpr int64_t kTranscendentalWork = 4;
+
 namespace {
 template <typename OpTy>
 struct UnaryToKernel : OpToKernelPattern<OpTy> {
   bool readsAtResultIndex() const override { return true; }
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
-    launchElementwise(op, lowering,
-                      [&](OpBuilder &b, Location loc, ValueRange args) {
-                        return buildUnary(op, b, loc, args[0]);
-                      });
+    // exp, log, tanh and gelu cost a math function per element.
+    bool transcendental =
+        isa<graph::ExpOp, graph::LogOp, graph::TanhOp, graph::GeluOp>(op);
+    launchElementwise(
+        op, lowering,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return buildUnary(op, b, loc, args[0]);
+        },
+        transcendental ? kTranscendentalWork : 1);
     return success();
   }
 };
@@ -107,10 +116,12 @@ template <typename OpTy>
 struct BinaryToKernel : OpToKernelPattern<OpTy> {
   bool readsAtResultIndex() const override { return true; }
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
-    launchElementwise(op, lowering,
-                      [&](OpBuilder &b, Location loc, ValueRange args) {
-                        return buildBinary(op, b, loc, args[0], args[1]);
-                      });
+    launchElementwise(
+        op, lowering,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          return buildBinary(op, b, loc, args[0], args[1]);
+        },
+        isa<graph::PowOp>(op) ? kTranscendentalWork : 1);
     return success();
   }
 };

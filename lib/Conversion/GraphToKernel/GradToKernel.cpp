@@ -119,7 +119,7 @@ struct GeluGradToKernel : OpToKernelPattern<graph::GeluGradOp> {
       Value left = mul(c(0.5), add(c(1.0), t));
       Value right = mul(mul(mul(c(0.5), x), sub(c(1.0), mul(t, t))), du);
       return mul(dy, add(left, right));
-    });
+    }, /*workPerElement=*/4);
     return success();
   }
 };

@@ -73,7 +73,8 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
   int64_t blocks = (count + kUpdateBlock - 1) / kUpdateBlock;
   lowering.launch(
       op->getLoc(), op->getName().getStringRef(), arguments, blocks,
-      kb::chooseGrain(blocks, kUpdateBlock),
+      // About four loads and stores, a square root and divisions each.
+      kb::chooseGrain(blocks, 4 * kUpdateBlock),
       [&](OpBuilder &b, Location loc, ValueRange kernelArgs) {
         SmallVector<Value> args;
         for (unsigned slot : slots)

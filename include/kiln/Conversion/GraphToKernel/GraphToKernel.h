@@ -206,8 +206,10 @@ using ElementwiseScalarFn = llvm::function_ref<mlir::Value(
     mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
 /// Launches `y[i] = scalar(x0[i], x1[i], ...)` over the flattened operands
 /// and the single result of `op` (all of one shape), and binds the result.
+/// `workPerElement` weighs an element's cost for the grain (kb::chooseGrain):
+/// 1 for a few arithmetic ops, more for transcendental functions.
 void launchElementwise(mlir::Operation *op, KernelLowering &lowering,
-                       ElementwiseScalarFn scalar);
+                       ElementwiseScalarFn scalar, int64_t workPerElement = 1);
 
 /// Every family of lowering patterns (Patterns.cpp).
 void populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns);
