@@ -111,6 +111,15 @@ static const OpCase kOpCases[] = {
      "  %m = graph.reduce max %x {axes = array<i64: 0, 2>, keepdims} : tensor<4x6x5x$T> -> tensor<1x6x1x$T>\n"
      "  %a = graph.reduce mean %x {axes = array<i64: 0, 1, 2>} : tensor<4x6x5x$T> -> tensor<$T>\n"
      "  return %s, %m, %a : tensor<4x5x$T>, tensor<1x6x1x$T>, tensor<$T>\n}"},
+    // Leading axes reduced (bias gradients): the column template, with a
+    // partial block of columns (70 = 64 + 6).
+    {"reduce_leading",
+     "func.func @forward(" ARG("x", "tensor<4x6x70x$T>") ") -> "
+     "(tensor<70x$T> {graph.output = \"s\"}, tensor<1x6x70x$T> {graph.output = \"m\"}, tensor<6x70x$T> {graph.output = \"a\"}) {\n"
+     "  %s = graph.reduce sum %x {axes = array<i64: 0, 1>} : tensor<4x6x70x$T> -> tensor<70x$T>\n"
+     "  %m = graph.reduce max %x {axes = array<i64: 0>, keepdims} : tensor<4x6x70x$T> -> tensor<1x6x70x$T>\n"
+     "  %a = graph.reduce mean %x {axes = array<i64: 0>} : tensor<4x6x70x$T> -> tensor<6x70x$T>\n"
+     "  return %s, %m, %a : tensor<70x$T>, tensor<1x6x70x$T>, tensor<6x70x$T>\n}"},
     {"reshape_transpose",
      "func.func @forward(" ARG("x", "tensor<4x6x5x$T>") ") -> "
      "(tensor<24x5x$T> {graph.output = \"r\"}, tensor<5x4x6x$T> {graph.output = \"t\"}) {\n"

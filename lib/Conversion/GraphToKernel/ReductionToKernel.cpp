@@ -1,9 +1,18 @@
 //===- ReductionToKernel.cpp - graph.reduce to kernels ---------------------===//
 //
-// Part of Kiln. A reduction kernel runs one parallel iteration per result
-// element; each visits its reduced elements in increasing row-major order
-// with the accumulator in a register, as the interpreter does, so the result
-// does not depend on how the range is chunked.
+// Part of Kiln. Every reduction sums each result element's inputs in
+// increasing row-major order, as the interpreter does, and no sum crosses
+// a parallel iteration, so the result does not depend on how the range is
+// chunked. Three templates:
+// - rows (the reduced dims trail the kept ones, as in a sum over the last
+//   dim): one iteration per result element over its contiguous row;
+// - columns (the reduced dims lead, as in a bias gradient summed over batch
+//   and time): one iteration per block of result columns, walking the rows
+//   in order and adding each row's contiguous part into the block's
+//   accumulators (the result itself), which vectorizes and reads memory in
+//   order;
+// - any other set of axes: one iteration per result element, indexing its
+//   inputs through the delinearized reduced index.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +25,10 @@
 
 using namespace mlir;
 using namespace kiln;
+
+/// Result columns one iteration of the column template owns: 256 bytes of
+/// f32, a few vector registers.
+static constexpr int64_t kColumnBlock = 64;
 
 namespace {
 struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
@@ -37,6 +50,31 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     graph::ReduceKind kind = op.getKind();
 
     Value result = lowering.allocateResult(op.getResult());
+    lowering.bind(op.getResult(), result);
+    if (kept == 0)
+      return success();
+    // The reduced dims lead or trail the kept ones (a single block each).
+    int64_t firstKept = 0, lastKept = -1;
+    for (auto [d, isReduced] : llvm::enumerate(reduced))
+      if (!isReduced) {
+        if (lastKept < 0)
+          firstKept = d;
+        lastKept = d;
+      }
+    bool keptContiguous =
+        lastKept < 0 ||
+        llvm::none_of(ArrayRef<bool>(reduced).slice(firstKept,
+                                                    lastKept - firstKept + 1),
+                      [](bool isReduced) { return isReduced; });
+    if (count > 0 && keptContiguous &&
+        lastKept == static_cast<int64_t>(shape.size()) - 1) {
+      lowerColumns(op, lowering, result, kept, count, kind, elementType);
+      return success();
+    }
+    if (count > 0 && keptContiguous && (lastKept < 0 || firstKept == 0)) {
+      lowerRows(op, lowering, result, kept, count, kind, elementType);
+      return success();
+    }
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(),
         {lowering.lookup(op.getInput()), lowering.view(result, {kept})}, kept,
@@ -79,8 +117,119 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
             memref::StoreOp::create(b, loc, acc, args[1], keptIndex);
           });
         });
-    lowering.bind(op.getResult(), result);
     return success();
+  }
+
+  /// The accumulator's next value after `x`: NaN propagates through max.
+  static Value combine(OpBuilder &b, Location loc, graph::ReduceKind kind,
+                       Value acc, Value x) {
+    if (kind == graph::ReduceKind::Max) {
+      Value greater =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGT, x, acc);
+      return arith::SelectOp::create(b, loc, greater, x, acc);
+    }
+    return arith::AddFOp::create(b, loc, acc, x);
+  }
+
+  static Value initialValue(OpBuilder &b, Location loc, graph::ReduceKind kind,
+                            Type elementType) {
+    return kind == graph::ReduceKind::Max
+               ? kb::negativeInfinity(b, loc, elementType)
+               : kb::floatConst(b, loc, elementType, 0.0);
+  }
+
+  static Value finalValue(OpBuilder &b, Location loc, graph::ReduceKind kind,
+                          Value acc, int64_t count) {
+    if (kind != graph::ReduceKind::Mean)
+      return acc;
+    return arith::DivFOp::create(
+        b, loc, acc,
+        kb::floatConst(b, loc, acc.getType(), static_cast<double>(count)));
+  }
+
+  /// The input seen as [kept, count]: one iteration per row.
+  static void lowerRows(graph::ReduceOp op, KernelLowering &lowering,
+                        Value result, int64_t kept, int64_t count,
+                        graph::ReduceKind kind, Type elementType) {
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(),
+        {lowering.view(lowering.lookup(op.getInput()), {kept, count}),
+         lowering.view(result, {kept})},
+        kept, kb::chooseGrain(kept, count),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          kb::parallelFor(b, loc, kept, [&](OpBuilder &b, Location loc,
+                                            Value k) {
+            Value acc = kb::forLoop(
+                b, loc, count, initialValue(b, loc, kind, elementType),
+                [&](OpBuilder &b, Location loc, Value r,
+                    ValueRange carried) -> SmallVector<Value> {
+                  Value x = memref::LoadOp::create(b, loc, args[0],
+                                                   ValueRange{k, r});
+                  return {combine(b, loc, kind, carried[0], x)};
+                })[0];
+            memref::StoreOp::create(b, loc, finalValue(b, loc, kind, acc, count),
+                                    args[1], k);
+          });
+        });
+  }
+
+  /// The input seen as [count, kept]: one iteration per block of
+  /// kColumnBlock result columns, accumulating row after row into them.
+  static void lowerColumns(graph::ReduceOp op, KernelLowering &lowering,
+                           Value result, int64_t kept, int64_t count,
+                           graph::ReduceKind kind, Type elementType) {
+    int64_t blockWidth = std::min(kept, kColumnBlock);
+    int64_t blocks = (kept + blockWidth - 1) / blockWidth;
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(),
+        {lowering.view(lowering.lookup(op.getInput()), {count, kept}),
+         lowering.view(result, {kept})},
+        blocks, kb::chooseGrain(blocks, count * blockWidth),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
+                                              Value block) {
+            Value begin = arith::MulIOp::create(b, loc, block,
+                                                kb::index(b, loc, blockWidth));
+            Value end = arith::MinUIOp::create(
+                b, loc,
+                arith::AddIOp::create(b, loc, begin,
+                                      kb::index(b, loc, blockWidth)),
+                kb::index(b, loc, kept));
+            auto overBlock =
+                [&](llvm::function_ref<void(OpBuilder &, Location, Value)> body) {
+                  kb::forLoop(b, loc, begin, end, {},
+                              [&](OpBuilder &b, Location loc, Value c,
+                                  ValueRange) -> SmallVector<Value> {
+                                body(b, loc, c);
+                                return {};
+                              });
+                };
+            overBlock([&](OpBuilder &b, Location loc, Value c) {
+              memref::StoreOp::create(
+                  b, loc, initialValue(b, loc, kind, elementType), args[1], c);
+            });
+            kb::forLoop(b, loc, count, {},
+                        [&](OpBuilder &b, Location loc, Value r,
+                            ValueRange) -> SmallVector<Value> {
+                          overBlock([&](OpBuilder &b, Location loc, Value c) {
+                            Value x = memref::LoadOp::create(
+                                b, loc, args[0], ValueRange{r, c});
+                            Value acc =
+                                memref::LoadOp::create(b, loc, args[1], c);
+                            memref::StoreOp::create(
+                                b, loc, combine(b, loc, kind, acc, x), args[1],
+                                c);
+                          });
+                          return {};
+                        });
+            if (kind == graph::ReduceKind::Mean)
+              overBlock([&](OpBuilder &b, Location loc, Value c) {
+                Value acc = memref::LoadOp::create(b, loc, args[1], c);
+                memref::StoreOp::create(
+                    b, loc, finalValue(b, loc, kind, acc, count), args[1], c);
+              });
+          });
+        });
   }
 };
 } // namespace
