@@ -1,14 +1,21 @@
-//===- AttentionGradToKernel.cpp - graph.attention_grad to a kernel -------===//
+//===- AttentionGradToKernel.cpp - graph.attention_grad to GEMMs ----------===//
 //
-// Part of Kiln. One parallel iteration per batch entry (batch x head): dk
-// and dv sum over every query row of the entry, so an entry is the
-// smallest unit whose results no other iteration touches. Inside it, the
-// interpreter's loops (lib/Interpreter/GradOps.cpp) in its order: for each
-// query row, the probabilities are recomputed from q and k exactly as the
-// forward computes them, then dv += p dout, dp = dout v^T,
-// ds = p (dp - p.dp) scale, dq += ds k, dk += ds q. The probabilities and
-// dp of the current row live in scratch rows of the entry (arguments, not
-// allocations).
+// Part of Kiln. The matrix products of the attention gradient are library
+// GEMMs, batched over (batch x head), and the row work between them is two
+// row kernels:
+//   S  = q k^T * scale                      (GEMM)
+//   P  = softmax(S) over the visible keys   (rows: zero where masked)
+//   dv = P^T dout                           (GEMM)
+//   dP = dout v^T                           (GEMM)
+//   dS = P (dP - rowsum(dP P)) * scale      (rows)
+//   dq = dS k,  dk = dS^T q                 (GEMMs)
+// P is recomputed from q and k (nothing of the forward is kept), with the
+// forward's max-subtracted exponentials and increasing key order. S, P, dP
+// and dS live in two transients of [batch, queries, keys]. Sums inside a
+// GEMM follow the library's order, so f32 results agree with the
+// interpreter's loops to rounding (~1e-7), not bit for bit; nothing
+// depends on the thread count (one BLAS call per batch entry, row kernels
+// with one row per iteration).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,164 +46,96 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
       batches *= dim;
     bool causal = op.getCausal();
     double scale = op.getEffectiveScale();
+    StringRef origin = op->getName().getStringRef();
 
-    Value dqBuffer = lowering.allocateResult(op.getQueryGrad());
-    Value dkBuffer = lowering.allocateResult(op.getKeyGrad());
-    Value dvBuffer = lowering.allocateResult(op.getValueGrad());
-    lowering.bind(op.getQueryGrad(), dqBuffer);
-    lowering.bind(op.getKeyGrad(), dkBuffer);
-    lowering.bind(op.getValueGrad(), dvBuffer);
-    if (batches == 0)
+    Value dq = lowering.allocateResult(op.getQueryGrad());
+    Value dk = lowering.allocateResult(op.getKeyGrad());
+    Value dv = lowering.allocateResult(op.getValueGrad());
+    lowering.bind(op.getQueryGrad(), dq);
+    lowering.bind(op.getKeyGrad(), dk);
+    lowering.bind(op.getValueGrad(), dv);
+    OpBuilder &builder = lowering.getBuilder();
+    Location loc = op.getLoc();
+    if (batches == 0 || queries == 0 || keys == 0)
       return success();
-    Value scratch = lowering.allocateTransient(
-        MemRefType::get({batches, 2, std::max<int64_t>(keys, 1)}, elementType));
-    Value buffers[] = {
-        lowering.view(lowering.lookup(op.getResultGrad()),
-                      {batches, queries, valueDim}),
-        lowering.view(lowering.lookup(op.getQuery()),
-                      {batches, queries, keyDim}),
-        lowering.view(lowering.lookup(op.getKey()), {batches, keys, keyDim}),
-        lowering.view(lowering.lookup(op.getValue()),
-                      {batches, keys, valueDim}),
-        scratch, lowering.view(dqBuffer, {batches, queries, keyDim}),
-        lowering.view(dkBuffer, {batches, keys, keyDim}),
-        lowering.view(dvBuffer, {batches, keys, valueDim})};
-    int64_t work = queries * keys * (2 * keyDim + 2 * valueDim);
-    lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, batches,
-        kb::chooseGrain(batches, work),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value dout = args[0], q = args[1], k = args[2], v = args[3],
-                s = args[4], dq = args[5], dk = args[6], dv = args[7];
-          kb::parallelFor(b, loc, batches, [&](OpBuilder &b, Location loc,
-                                               Value batch) {
-            auto add = [&](Value x, Value y) -> Value {
-              return arith::AddFOp::create(b, loc, x, y);
-            };
-            auto sub = [&](Value x, Value y) -> Value {
-              return arith::SubFOp::create(b, loc, x, y);
-            };
-            auto mul = [&](Value x, Value y) -> Value {
-              return arith::MulFOp::create(b, loc, x, y);
-            };
-            auto load = [&](Value buffer, Value i, Value j) -> Value {
-              return memref::LoadOp::create(b, loc, buffer,
-                                            ValueRange{batch, i, j});
-            };
-            auto store = [&](Value value, Value buffer, Value i, Value j) {
-              memref::StoreOp::create(b, loc, value, buffer,
-                                      ValueRange{batch, i, j});
-            };
-            /// Runs `body(i, j)` over [0, rows) x [0, columns).
-            auto forEach = [&](Value rows, int64_t columns,
-                               llvm::function_ref<void(Value, Value)> body) {
-              kb::forLoop(b, loc, kb::index(b, loc, 0), rows, {},
-                          [&](OpBuilder &, Location, Value i,
-                              ValueRange) -> SmallVector<Value> {
-                            kb::forLoop(b, loc, columns, {},
-                                        [&](OpBuilder &, Location, Value j,
-                                            ValueRange) -> SmallVector<Value> {
-                                          body(i, j);
-                                          return {};
-                                        });
-                            return {};
-                          });
-            };
-            Value zero = kb::floatConst(b, loc, elementType, 0.0);
-            Value zeroIndex = kb::index(b, loc, 0);
-            Value probabilityRow = zeroIndex, dpRow = kb::index(b, loc, 1);
-            Value scaleValue = kb::floatConst(b, loc, elementType, scale);
-            // The results accumulate: start from zeros.
-            forEach(kb::index(b, loc, queries), keyDim,
-                    [&](Value i, Value d) { store(zero, dq, i, d); });
-            forEach(kb::index(b, loc, keys), keyDim,
-                    [&](Value j, Value d) { store(zero, dk, j, d); });
-            forEach(kb::index(b, loc, keys), valueDim,
-                    [&](Value j, Value d) { store(zero, dv, j, d); });
+    if (keyDim == 0 || valueDim == 0) {
+      // Nothing to multiply: every gradient is zero.
+      for (Value buffer : {dq, dk, dv})
+        lowering.setOrigin(kernel::ZeroOp::create(builder, loc, buffer), origin);
+      return success();
+    }
 
-            kb::forLoop(b, loc, queries, {}, [&](OpBuilder &, Location,
-                                                 Value i,
-                                                 ValueRange) -> SmallVector<Value> {
-              Value visible =
-                  causal ? arith::AddIOp::create(b, loc, i, kb::index(b, loc, 1))
-                               .getResult()
-                         : kb::index(b, loc, keys);
-              auto forVisible =
-                  [&](ValueRange init,
-                      llvm::function_ref<SmallVector<Value>(Value, ValueRange)>
-                          body) {
-                    return kb::forLoop(
-                        b, loc, zeroIndex, visible, init,
-                        [&](OpBuilder &, Location, Value j,
-                            ValueRange acc) { return body(j, acc); });
-                  };
-              auto dot = [&](Value x, Value xRow, Value y, Value yRow,
-                             int64_t length) {
-                return kb::forLoop(b, loc, length, zero,
-                                   [&](OpBuilder &, Location, Value d,
-                                       ValueRange acc) -> SmallVector<Value> {
-                                     return {add(acc[0],
-                                                 mul(load(x, xRow, d),
-                                                     load(y, yRow, d)))};
-                                   })[0];
-              };
-              // The probabilities, as the forward computes them.
-              Value max = forVisible(
-                  kb::negativeInfinity(b, loc, elementType),
-                  [&](Value j, ValueRange acc) -> SmallVector<Value> {
-                    Value score = mul(dot(q, i, k, j, keyDim), scaleValue);
-                    store(score, s, probabilityRow, j);
-                    return {kb::stdMax(b, loc, acc[0], score)};
-                  })[0];
-              Value total = forVisible(
-                  zero, [&](Value j, ValueRange acc) -> SmallVector<Value> {
-                    Value e = math::ExpOp::create(
-                        b, loc, sub(load(s, probabilityRow, j), max));
-                    store(e, s, probabilityRow, j);
-                    return {add(acc[0], e)};
-                  })[0];
-              forVisible({}, [&](Value j, ValueRange) -> SmallVector<Value> {
-                store(arith::DivFOp::create(b, loc,
-                                            load(s, probabilityRow, j), total),
-                      s, probabilityRow, j);
-                return {};
-              });
-              // dv_j += p_j dout_i; dp_j = dout_i . v_j; their p-weighted sum.
-              Value pDotDp = forVisible(
-                  zero, [&](Value j, ValueRange acc) -> SmallVector<Value> {
-                    Value p = load(s, probabilityRow, j);
-                    Value dp = kb::forLoop(
-                        b, loc, valueDim, zero,
-                        [&](OpBuilder &, Location, Value d,
-                            ValueRange sum) -> SmallVector<Value> {
-                          Value o = load(dout, i, d);
-                          store(add(load(dv, j, d), mul(p, o)), dv, j, d);
-                          return {add(sum[0], mul(o, load(v, j, d)))};
-                        })[0];
-                    store(dp, s, dpRow, j);
-                    return {add(acc[0], mul(p, dp))};
-                  })[0];
-              // ds_j = p_j (dp_j - p.dp) scale; dq_i += ds_j k_j;
-              // dk_j += ds_j q_i.
-              forVisible({}, [&](Value j, ValueRange) -> SmallVector<Value> {
-                Value ds = mul(mul(load(s, probabilityRow, j),
-                                   sub(load(s, dpRow, j), pDotDp)),
-                               scaleValue);
-                kb::forLoop(b, loc, keyDim, {},
-                            [&](OpBuilder &, Location, Value d,
-                                ValueRange) -> SmallVector<Value> {
-                              store(add(load(dq, i, d), mul(ds, load(k, j, d))),
-                                    dq, i, d);
-                              store(add(load(dk, j, d), mul(ds, load(q, i, d))),
-                                    dk, j, d);
-                              return {};
-                            });
-                return {};
-              });
-              return {};
-            });
+    Value q = lowering.lookup(op.getQuery()), k = lowering.lookup(op.getKey()),
+          v = lowering.lookup(op.getValue()),
+          dout = lowering.lookup(op.getResultGrad());
+    auto matrices = MemRefType::get({batches, queries, keys}, elementType);
+    Value probabilities = lowering.allocateTransient(matrices);
+    Value products = lowering.allocateTransient(matrices);
+    int64_t scoreStride = queries * keys;
+    auto gemm = [&](Value a, Value b, Value c, int64_t m, int64_t n,
+                    int64_t kk, int64_t strideA, int64_t strideB,
+                    bool transposeA, bool transposeB, double alpha) {
+      auto call = kernel::GemmOp::create(
+          builder, loc, a, b, c, m, n, kk, batches, strideA, strideB, m * n,
+          transposeA, transposeB, llvm::APFloat(alpha), llvm::APFloat(0.0));
+      lowering.setOrigin(call, origin);
+    };
+
+    // S = q k^T * scale, then P in place.
+    AttentionShape shape{batches, queries, keys, keyDim, causal, scale};
+    computeAttentionProbabilities(lowering, loc, origin, q, k, probabilities,
+                                  shape);
+    int64_t rows = batches * queries;
+    Value rowsView = lowering.view(probabilities, {rows, keys});
+
+    // dv = P^T dout; dP = dout v^T.
+    gemm(probabilities, dout, dv, keys, valueDim, queries, scoreStride,
+         queries * valueDim, true, false, 1.0);
+    gemm(dout, v, products, queries, keys, valueDim, queries * valueDim,
+         keys * valueDim, false, true, 1.0);
+
+    // dS = P (dP - rowsum(dP P)) * scale, over dP in place.
+    lowering.launch(
+        loc, origin,
+        {rowsView, lowering.view(products, {rows, keys})}, rows,
+        kb::chooseGrain(rows, 3 * keys),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
+                                            Value row) {
+            auto load = [&](Value buffer, Value j) -> Value {
+              return memref::LoadOp::create(b, loc, buffer, ValueRange{row, j});
+            };
+            Value dot = kb::forLoop(
+                b, loc, keys, kb::floatConst(b, loc, elementType, 0.0),
+                [&](OpBuilder &b, Location loc, Value j,
+                    ValueRange acc) -> SmallVector<Value> {
+                  Value term = arith::MulFOp::create(b, loc, load(args[0], j),
+                                                     load(args[1], j));
+                  return {arith::AddFOp::create(b, loc, acc[0], term)};
+                })[0];
+            Value scaleValue = kb::floatConst(b, loc, elementType, scale);
+            kb::forLoop(
+                b, loc, keys, {},
+                [&](OpBuilder &b, Location loc, Value j,
+                    ValueRange) -> SmallVector<Value> {
+                  Value ds = arith::MulFOp::create(
+                      b, loc,
+                      arith::MulFOp::create(
+                          b, loc, load(args[0], j),
+                          arith::SubFOp::create(b, loc, load(args[1], j), dot)),
+                      scaleValue);
+                  memref::StoreOp::create(b, loc, ds, args[1],
+                                          ValueRange{row, j});
+                  return {};
+                });
           });
         });
+
+    // dq = dS k; dk = dS^T q.
+    gemm(products, k, dq, queries, keyDim, keys, scoreStride, keys * keyDim,
+         false, false, 1.0);
+    gemm(products, q, dk, keys, keyDim, queries, scoreStride,
+         queries * keyDim, true, false, 1.0);
     return success();
   }
 };

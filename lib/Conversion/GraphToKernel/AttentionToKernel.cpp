@@ -1,10 +1,15 @@
-//===- AttentionToKernel.cpp - graph.attention to a row kernel -------------===//
+//===- AttentionToKernel.cpp - graph.attention to GEMMs and a row kernel --===//
 //
-// Part of Kiln. One parallel iteration per (batch..., query row): the scores
-// of the visible keys go to that row of a scratch buffer (an argument, not
-// an allocation), then the max-subtracted softmax, then the weighted sum of
-// the values, each sum in increasing key order as the interpreter computes
-// it (lib/Interpreter/Linalg.cpp).
+// Part of Kiln. out = softmax(q k^T * scale [causal]) v as two batched
+// library GEMMs around a row kernel: the scores go into a scratch buffer of
+// [batch, queries, keys] (a transient, not an allocation inside a kernel),
+// the row kernel turns each row into probabilities -- the max-subtracted
+// exponentials of the visible keys and their sum in increasing key order,
+// zeros where masked -- and the second GEMM weighs the values. The
+// gradient (AttentionGradToKernel.cpp) recomputes the probabilities the same
+// way. Sums inside a GEMM follow the library's order: f32 results agree
+// with the interpreter's loops to rounding (~1e-7), not bit for bit, and do
+// not depend on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +23,84 @@
 
 using namespace mlir;
 using namespace kiln;
+
+void kiln::computeAttentionProbabilities(KernelLowering &lowering,
+                                         Location loc, StringRef origin,
+                                         Value query, Value key,
+                                         Value probabilities,
+                                         const AttentionShape &shape) {
+  Type elementType =
+      cast<MemRefType>(probabilities.getType()).getElementType();
+  int64_t queries = shape.queries, keys = shape.keys;
+  bool causal = shape.causal;
+  if (shape.keyDim > 0) {
+    auto scores = kernel::GemmOp::create(
+        lowering.getBuilder(), loc, query, key, probabilities, queries, keys,
+        shape.keyDim, shape.batches, queries * shape.keyDim,
+        keys * shape.keyDim, queries * keys, /*transpose_a=*/false,
+        /*transpose_b=*/true, llvm::APFloat(shape.scale), llvm::APFloat(0.0));
+    lowering.setOrigin(scores, origin);
+  } else {
+    lowering.setOrigin(kernel::ZeroOp::create(lowering.getBuilder(), loc,
+                                              probabilities),
+                       origin);
+  }
+  int64_t rows = shape.batches * queries;
+  lowering.launch(
+      loc, origin, {lowering.view(probabilities, {rows, keys})}, rows,
+      kb::chooseGrain(rows, 4 * keys),
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
+                                          Value row) {
+          auto load = [&](Value j) -> Value {
+            return memref::LoadOp::create(b, loc, args[0], ValueRange{row, j});
+          };
+          auto store = [&](Value value, Value j) {
+            memref::StoreOp::create(b, loc, value, args[0],
+                                    ValueRange{row, j});
+          };
+          Value zeroIndex = kb::index(b, loc, 0);
+          Value visible = kb::index(b, loc, keys);
+          if (causal) {
+            Value i =
+                arith::RemUIOp::create(b, loc, row, kb::index(b, loc, queries));
+            visible = arith::MinUIOp::create(
+                b, loc, arith::AddIOp::create(b, loc, i, kb::index(b, loc, 1)),
+                visible);
+          }
+          Value max = kb::forLoop(
+              b, loc, zeroIndex, visible,
+              kb::negativeInfinity(b, loc, elementType),
+              [&](OpBuilder &b, Location loc, Value j,
+                  ValueRange acc) -> SmallVector<Value> {
+                return {kb::stdMax(b, loc, acc[0], load(j))};
+              })[0];
+          Value total = kb::forLoop(
+              b, loc, zeroIndex, visible,
+              kb::floatConst(b, loc, elementType, 0.0),
+              [&](OpBuilder &b, Location loc, Value j,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value e = math::ExpOp::create(
+                    b, loc, arith::SubFOp::create(b, loc, load(j), max));
+                store(e, j);
+                return {arith::AddFOp::create(b, loc, acc[0], e)};
+              })[0];
+          kb::forLoop(b, loc, zeroIndex, visible, {},
+                      [&](OpBuilder &b, Location loc, Value j,
+                          ValueRange) -> SmallVector<Value> {
+                        store(arith::DivFOp::create(b, loc, load(j), total), j);
+                        return {};
+                      });
+          Value zero = kb::floatConst(b, loc, elementType, 0.0);
+          kb::forLoop(b, loc, visible, kb::index(b, loc, keys), {},
+                      [&](OpBuilder &b, Location loc, Value j,
+                          ValueRange) -> SmallVector<Value> {
+                        store(zero, j);
+                        return {};
+                      });
+        });
+      });
+}
 
 namespace {
 struct AttentionToKernel : OpToKernelPattern<graph::AttentionOp> {
@@ -33,106 +116,33 @@ struct AttentionToKernel : OpToKernelPattern<graph::AttentionOp> {
     int64_t batches = 1;
     for (int64_t dim : qShape.drop_back(2))
       batches *= dim;
-    bool causal = op.getCausal();
-    double scale = op.getEffectiveScale();
-    int64_t range = batches * queries;
+    StringRef origin = op->getName().getStringRef();
 
     Value result = lowering.allocateResult(op.getResult());
-    Value scores =
-        lowering.allocateTransient(MemRefType::get({range, keys}, elementType));
-    Value buffers[] = {
-        lowering.view(lowering.lookup(op.getQuery()),
-                      {batches, queries, keyDim}),
-        lowering.view(lowering.lookup(op.getKey()), {batches, keys, keyDim}),
-        lowering.view(lowering.lookup(op.getValue()),
-                      {batches, keys, valueDim}),
-        scores, lowering.view(result, {batches, queries, valueDim})};
-    lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, range,
-        kb::chooseGrain(range, keys * (keyDim + valueDim)),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value q = args[0], k = args[1], v = args[2], s = args[3],
-                out = args[4];
-          kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
-                                             Value p) {
-            SmallVector<Value> position =
-                kb::delinearize(b, loc, p, {batches, queries});
-            Value batch = position[0], i = position[1];
-            Value visible =
-                causal ? arith::AddIOp::create(b, loc, i, kb::index(b, loc, 1))
-                             .getResult()
-                       : kb::index(b, loc, keys);
-            Value zero = kb::floatConst(b, loc, elementType, 0.0);
-            Value zeroIndex = kb::index(b, loc, 0);
-            Value scaleValue = kb::floatConst(b, loc, elementType, scale);
-            // s_j = (q_i . k_j) * scale, and their max.
-            Value max = kb::forLoop(
-                b, loc, zeroIndex, visible,
-                kb::negativeInfinity(b, loc, elementType),
-                [&](OpBuilder &b, Location loc, Value j,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value dot = kb::forLoop(
-                      b, loc, keyDim, zero,
-                      [&](OpBuilder &b, Location loc, Value d,
-                          ValueRange sum) -> SmallVector<Value> {
-                        Value x = memref::LoadOp::create(
-                            b, loc, q, ValueRange{batch, i, d});
-                        Value y = memref::LoadOp::create(
-                            b, loc, k, ValueRange{batch, j, d});
-                        return {arith::AddFOp::create(
-                            b, loc, sum[0], arith::MulFOp::create(b, loc, x, y))};
-                      })[0];
-                  Value score = arith::MulFOp::create(b, loc, dot, scaleValue);
-                  memref::StoreOp::create(b, loc, score, s, ValueRange{p, j});
-                  Value less = arith::CmpFOp::create(
-                      b, loc, arith::CmpFPredicate::OLT, acc[0], score);
-                  return {arith::SelectOp::create(b, loc, less, score, acc[0])};
-                })[0];
-            // w_j = exp(s_j - max) / total.
-            Value total = kb::forLoop(
-                b, loc, zeroIndex, visible, zero,
-                [&](OpBuilder &b, Location loc, Value j,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value score =
-                      memref::LoadOp::create(b, loc, s, ValueRange{p, j});
-                  Value w = math::ExpOp::create(
-                      b, loc, arith::SubFOp::create(b, loc, score, max));
-                  memref::StoreOp::create(b, loc, w, s, ValueRange{p, j});
-                  return {arith::AddFOp::create(b, loc, acc[0], w)};
-                })[0];
-            kb::forLoop(b, loc, zeroIndex, visible, {},
-                        [&](OpBuilder &b, Location loc, Value j,
-                            ValueRange) -> SmallVector<Value> {
-                          Value w = memref::LoadOp::create(b, loc, s,
-                                                           ValueRange{p, j});
-                          memref::StoreOp::create(
-                              b, loc, arith::DivFOp::create(b, loc, w, total),
-                              s, ValueRange{p, j});
-                          return {};
-                        });
-            // out_i = sum_j w_j v_j.
-            kb::forLoop(
-                b, loc, valueDim, {},
-                [&](OpBuilder &b, Location loc, Value d,
-                    ValueRange) -> SmallVector<Value> {
-                  Value sum = kb::forLoop(
-                      b, loc, zeroIndex, visible, zero,
-                      [&](OpBuilder &b, Location loc, Value j,
-                          ValueRange acc) -> SmallVector<Value> {
-                        Value w = memref::LoadOp::create(b, loc, s,
-                                                         ValueRange{p, j});
-                        Value x = memref::LoadOp::create(
-                            b, loc, v, ValueRange{batch, j, d});
-                        return {arith::AddFOp::create(
-                            b, loc, acc[0], arith::MulFOp::create(b, loc, w, x))};
-                      })[0];
-                  memref::StoreOp::create(b, loc, sum, out,
-                                          ValueRange{batch, i, d});
-                  return {};
-                });
-          });
-        });
     lowering.bind(op.getResult(), result);
+    if (batches == 0 || queries == 0 || valueDim == 0)
+      return success();
+    if (keys == 0) {
+      // No key to attend to: an empty sum.
+      lowering.setOrigin(
+          kernel::ZeroOp::create(lowering.getBuilder(), op.getLoc(), result),
+          origin);
+      return success();
+    }
+    Value probabilities = lowering.allocateTransient(
+        MemRefType::get({batches, queries, keys}, elementType));
+    computeAttentionProbabilities(
+        lowering, op.getLoc(), origin, lowering.lookup(op.getQuery()),
+        lowering.lookup(op.getKey()), probabilities,
+        {batches, queries, keys, keyDim, op.getCausal(),
+         op.getEffectiveScale()});
+    auto weighted = kernel::GemmOp::create(
+        lowering.getBuilder(), op.getLoc(), probabilities,
+        lowering.lookup(op.getValue()), result, queries, valueDim, keys,
+        batches, queries * keys, keys * valueDim, queries * valueDim,
+        /*transpose_a=*/false, /*transpose_b=*/false, llvm::APFloat(1.0),
+        llvm::APFloat(0.0));
+    lowering.setOrigin(weighted, origin);
     return success();
   }
 };

@@ -211,6 +211,24 @@ using ElementwiseScalarFn = llvm::function_ref<mlir::Value(
 void launchElementwise(mlir::Operation *op, KernelLowering &lowering,
                        ElementwiseScalarFn scalar, int64_t workPerElement = 1);
 
+/// The sizes of an attention: `batches` (batch x head) independent
+/// problems of `queries` rows and `keys` keys of `keyDim` features.
+struct AttentionShape {
+  int64_t batches, queries, keys, keyDim;
+  bool causal;
+  double scale;
+};
+/// Writes softmax(q k^T * scale) over the visible keys (all, or j <= i when
+/// causal) into `probabilities` ([batches, queries, keys], zero where
+/// masked): a batched GEMM for the scores, then a row kernel computing the
+/// max-subtracted exponentials and their normalization in increasing key
+/// order, as the forward op is defined. AttentionToKernel.cpp.
+void computeAttentionProbabilities(KernelLowering &lowering,
+                                   mlir::Location loc, llvm::StringRef origin,
+                                   mlir::Value query, mlir::Value key,
+                                   mlir::Value probabilities,
+                                   const AttentionShape &shape);
+
 /// Every family of lowering patterns (Patterns.cpp).
 void populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns);
 /// The families, one per file.
