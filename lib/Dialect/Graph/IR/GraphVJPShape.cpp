@@ -60,10 +60,30 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
                               /*transposeRhs=*/true) // b dC^T  [.., K, M]
                 : buildMatmul(builder, loc, dc, b, /*transposeLhs=*/false,
                               /*transposeRhs=*/!tb); // dC b^T  [.., M, K]
-  Value db = tb ? buildMatmul(builder, loc, dc, a, /*transposeLhs=*/true,
-                              /*transposeRhs=*/ta) // dC^T a  [.., N, K]
-                : buildMatmul(builder, loc, a, dc, /*transposeLhs=*/!ta,
-                              /*transposeRhs=*/false); // a^T dC  [.., K, N]
+  Value db;
+  RankedTensorType aType = tensorTypeOf(a), dcType = tensorTypeOf(dc);
+  if (tensorTypeOf(b).getRank() == 2 && aType.getRank() > 2 && !ta) {
+    // A weight shared by a batch (x @ W in every layer): its cotangent is a
+    // sum over the batch of per-matrix products, which is one GEMM over the
+    // batch's rows stacked: [P*M, K]^T [P*M, N], not P GEMMs and a sum.
+    int64_t k = aType.getShape().back(), n = dcType.getShape().back();
+    int64_t rows = aType.getNumElements() / k;
+    Value aRows = buildReshapeIfNeeded(
+        builder, loc, a,
+        RankedTensorType::get({rows, k}, aType.getElementType()));
+    Value dcRows = buildReshapeIfNeeded(
+        builder, loc, dc,
+        RankedTensorType::get({rows, n}, dcType.getElementType()));
+    db = tb ? buildMatmul(builder, loc, dcRows, aRows, /*transposeLhs=*/true,
+                          /*transposeRhs=*/false) // dC^T a  [N, K]
+            : buildMatmul(builder, loc, aRows, dcRows, /*transposeLhs=*/true,
+                          /*transposeRhs=*/false); // a^T dC  [K, N]
+  } else {
+    db = tb ? buildMatmul(builder, loc, dc, a, /*transposeLhs=*/true,
+                          /*transposeRhs=*/ta) // dC^T a  [.., N, K]
+            : buildMatmul(builder, loc, a, dc, /*transposeLhs=*/!ta,
+                          /*transposeRhs=*/false); // a^T dC  [.., K, N]
+  }
   // The batch dims of C are the broadcast of those of A and B: sum back.
   operandCotangents.push_back(
       buildSumToShape(builder, loc, da, tensorTypeOf(a)));
