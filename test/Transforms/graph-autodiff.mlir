@@ -36,8 +36,11 @@ func.func @forward(%x: tensor<4x3xf32> {graph.input = "x"},
 
 // CHECK-LABEL: func.func @grad_step
 // CHECK-SAME: -> (tensor<f32> {graph.loss}, tensor<2x3x7xf32> {graph.output = "logits"}, tensor<7x4xf32> {graph.grad = "wte"})
-// CHECK-DAG: %[[FROM_OUTPUT:.*]] = graph.matmul %[[DLOGITS:.*]], %[[H:.*]] {transpose_lhs} : tensor<2x3x7xf32>, tensor<2x3x4xf32> -> tensor<2x7x4xf32>
-// CHECK-DAG: %[[SUMMED:.*]] = graph.reduce sum %[[FROM_OUTPUT]] {axes = array<i64: 0>} : tensor<2x7x4xf32> -> tensor<7x4xf32>
+// The shared weight's cotangent is one GEMM over the batch's stacked rows
+// (dlogits^T h), not a GEMM per sequence and a sum.
+// CHECK-DAG: %[[H_ROWS:.*]] = graph.reshape %{{.*}} : tensor<2x3x4xf32> -> tensor<6x4xf32>
+// CHECK-DAG: %[[D_ROWS:.*]] = graph.reshape %{{.*}} : tensor<2x3x7xf32> -> tensor<6x7xf32>
+// CHECK-DAG: %[[FROM_OUTPUT:.*]] = graph.matmul %[[D_ROWS]], %[[H_ROWS]] {transpose_lhs} : tensor<6x7xf32>, tensor<6x4xf32> -> tensor<7x4xf32>
 // CHECK-DAG: %[[FROM_EMBED:.*]] = graph.embedding_grad %{{.*}}, %{{.*}} : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<7x4xf32>
 // CHECK: %[[DWTE:.*]] = graph.add %{{.*}}, %{{.*}} : tensor<7x4xf32>
 // CHECK: return %{{.*}}, %{{.*}}, %[[DWTE]]
