@@ -60,7 +60,7 @@ TEST(FrontendParser, GptExampleParses) {
   const TrainEntry *optimizer = module.train->find("optimizer");
   ASSERT_TRUE(optimizer);
   EXPECT_EQ(printExpr(*optimizer->value),
-            "(call adamw lr=1e-3 betas=(tuple 0.9 0.95) weight_decay=0.1 "
+            "(call adamw lr=2e-3 betas=(tuple 0.9 0.95) weight_decay=0.1 "
             "clip=1.0)");
 }
 
