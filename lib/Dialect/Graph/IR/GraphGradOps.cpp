@@ -10,47 +10,16 @@
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Graph/IR/GraphShapes.h"
 
+#include "GraphVerifierUtils.h"
+
 #include <cmath>
 
 using namespace mlir;
 using namespace kiln::graph;
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<ShapedType>(value.getType()).getShape();
-}
-
-static Type elementTypeOf(Value value) {
-  return cast<ShapedType>(value.getType()).getElementType();
-}
+using namespace kiln::graph::verifier;
 
 static int64_t numElements(Value value) {
   return getNumElements(shapeOf(value));
-}
-
-/// Checks that `actual` is the shape a shape rule inferred for `name`.
-static LogicalResult verifyShape(Operation *op, ShapeOrError inferred,
-                                 const std::string &error,
-                                 ArrayRef<int64_t> actual, StringRef name) {
-  if (failed(inferred))
-    return op->emitOpError(error);
-  if (actual != ArrayRef<int64_t>(*inferred))
-    return op->emitOpError()
-           << name << " shape " << formatShape(actual)
-           << " does not match the inferred shape " << formatShape(*inferred);
-  return success();
-}
-
-/// Checks that every value in `values` has the element type of the first.
-static LogicalResult verifySameElementType(Operation *op,
-                                           ArrayRef<Value> values,
-                                           ArrayRef<StringRef> names) {
-  Type expected = elementTypeOf(values.front());
-  for (auto [value, name] : llvm::zip(values.drop_front(), names.drop_front()))
-    if (elementTypeOf(value) != expected)
-      return op->emitOpError() << name << " element type "
-                               << elementTypeOf(value) << " differs from "
-                               << names.front() << " element type " << expected;
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -103,9 +72,7 @@ LogicalResult ReduceMaxGradOp::verify() {
 }
 
 double AttentionGradOp::getEffectiveScale() {
-  if (FloatAttr scale = getScaleAttr())
-    return scale.getValueAsDouble();
-  return 1.0 / std::sqrt(static_cast<double>(shapeOf(getQuery()).back()));
+  return getEffectiveAttentionScale(getScaleAttr(), shapeOf(getQuery()));
 }
 
 LogicalResult AttentionGradOp::verify() {
@@ -113,12 +80,8 @@ LogicalResult AttentionGradOp::verify() {
           *this, {getQuery(), getKey(), getValue(), getResultGrad()},
           {"query", "key", "value", "result_grad"})))
     return failure();
-  if (FloatAttr scaleAttr = getScaleAttr()) {
-    double scale = scaleAttr.getValueAsDouble();
-    if (!(scale > 0.0) || !std::isfinite(scale))
-      return emitOpError() << "scale must be finite and positive, got "
-                           << scale;
-  }
+  if (failed(verifyAttentionScale(*this, getScaleAttr())))
+    return failure();
   std::string error;
   ShapeOrError inferred =
       inferAttentionShape(shapeOf(getQuery()), shapeOf(getKey()),

@@ -11,51 +11,26 @@
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Graph/IR/GraphShapes.h"
 
+#include "GraphVerifierUtils.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
 
 using namespace mlir;
 using namespace kiln::graph;
+using namespace kiln::graph::verifier;
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<ShapedType>(value.getType()).getShape();
-}
-
-static Type elementTypeOf(Value value) {
-  return cast<ShapedType>(value.getType()).getElementType();
-}
-
-/// Checks that `values` (named by `names`, e.g. "lhs") all have the element
-/// type of the first.
-static LogicalResult verifySameElementType(Operation *op,
-                                           ArrayRef<Value> values,
-                                           ArrayRef<StringRef> names) {
-  Type expected = elementTypeOf(values.front());
-  for (auto [value, name] : llvm::zip(values.drop_front(), names.drop_front()))
-    if (elementTypeOf(value) != expected)
-      return op->emitOpError() << name << " element type "
-                               << elementTypeOf(value) << " differs from "
-                               << names.front() << " element type " << expected;
-  return success();
-}
 
 /// Reports a failed shape rule, or checks `result`'s shape against the
 /// inferred one.
 static LogicalResult verifyInferredShape(Operation *op, ShapeOrError inferred,
                                          const std::string &error, Value result,
                                          StringRef resultName = "result") {
-  if (failed(inferred))
-    return op->emitOpError(error);
-  if (shapeOf(result) != ArrayRef<int64_t>(*inferred))
-    return op->emitOpError()
-           << resultName << " shape " << formatShape(shapeOf(result))
-           << " does not match the inferred shape " << formatShape(*inferred);
-  return success();
+  return verifyShape(op, inferred, error, shapeOf(result), resultName);
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,9 +210,7 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 double AttentionOp::getEffectiveScale() {
-  if (FloatAttr scale = getScaleAttr())
-    return scale.getValueAsDouble();
-  return 1.0 / std::sqrt(static_cast<double>(shapeOf(getQuery()).back()));
+  return getEffectiveAttentionScale(getScaleAttr(), shapeOf(getQuery()));
 }
 
 LogicalResult AttentionOp::verify() {
@@ -245,12 +218,8 @@ LogicalResult AttentionOp::verify() {
           *this, {getQuery(), getKey(), getValue(), getResult()},
           {"query", "key", "value", "result"})))
     return failure();
-  if (FloatAttr scaleAttr = getScaleAttr()) {
-    double scale = scaleAttr.getValueAsDouble();
-    if (!(scale > 0.0) || !std::isfinite(scale))
-      return emitOpError() << "scale must be finite and positive, got "
-                           << scale;
-  }
+  if (failed(verifyAttentionScale(*this, getScaleAttr())))
+    return failure();
   std::string error;
   ShapeOrError inferred =
       inferAttentionShape(shapeOf(getQuery()), shapeOf(getKey()),

@@ -1,0 +1,56 @@
+//===- GraphVerifierUtils.cpp - Helpers of the op verifiers ----------------===//
+//
+// Part of Kiln.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphVerifierUtils.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln::graph;
+using namespace kiln::graph::verifier;
+
+LogicalResult verifier::verifySameElementType(Operation *op,
+                                              ArrayRef<Value> values,
+                                              ArrayRef<StringRef> names) {
+  Type expected = elementTypeOf(values.front());
+  for (auto [value, name] : llvm::zip(values.drop_front(), names.drop_front()))
+    if (elementTypeOf(value) != expected)
+      return op->emitOpError() << name << " element type "
+                               << elementTypeOf(value) << " differs from "
+                               << names.front() << " element type " << expected;
+  return success();
+}
+
+LogicalResult verifier::verifyShape(Operation *op, ShapeOrError inferred,
+                                    const std::string &error,
+                                    ArrayRef<int64_t> actual, StringRef name) {
+  if (failed(inferred))
+    return op->emitOpError(error);
+  if (actual != ArrayRef<int64_t>(*inferred))
+    return op->emitOpError()
+           << name << " shape " << formatShape(actual)
+           << " does not match the inferred shape " << formatShape(*inferred);
+  return success();
+}
+
+LogicalResult verifier::verifyAttentionScale(Operation *op, FloatAttr scale) {
+  if (!scale)
+    return success();
+  double value = scale.getValueAsDouble();
+  if (!(value > 0.0) || !std::isfinite(value))
+    return op->emitOpError() << "scale must be finite and positive, got "
+                             << value;
+  return success();
+}
+
+double verifier::getEffectiveAttentionScale(FloatAttr scale,
+                                            ArrayRef<int64_t> queryShape) {
+  if (scale)
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(static_cast<double>(queryShape.back()));
+}
