@@ -261,21 +261,8 @@ static void attentionGrad(const AttentionSizes &g, const Tensor &doutTensor,
     for (int64_t i = 0; i < g.queries; ++i) {
       int64_t visible = g.causal ? i + 1 : g.keys;
       // The probabilities, exactly as the forward computes them.
-      T maxScore = -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j < visible; ++j) {
-        T dot = T(0);
-        for (int64_t d = 0; d < g.keyDim; ++d)
-          dot += qb[i * g.keyDim + d] * kb[j * g.keyDim + d];
-        p[j] = dot * scale;
-        maxScore = std::max(maxScore, p[j]);
-      }
-      T total = T(0);
-      for (int64_t j = 0; j < visible; ++j) {
-        p[j] = std::exp(p[j] - maxScore);
-        total += p[j];
-      }
-      for (int64_t j = 0; j < visible; ++j)
-        p[j] /= total;
+      attentionProbabilities(qb + i * g.keyDim, kb, g.keyDim, visible, scale,
+                             p.data());
       // dv_j += p_j dout_i; dp_j = dout_i . v_j; ds = p (dp - p . dp).
       T pDotDp = T(0);
       for (int64_t j = 0; j < visible; ++j) {

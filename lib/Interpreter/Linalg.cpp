@@ -172,21 +172,8 @@ static void attend(const AttentionGeometry &g, const Tensor &query,
     T *ob = out.data() + b * g.queries * g.valueDim;
     for (int64_t i = 0; i < g.queries; ++i) {
       int64_t visible = g.causal ? i + 1 : g.keys;
-      T maxScore = -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j < visible; ++j) {
-        T dot = T(0);
-        for (int64_t d = 0; d < g.keyDim; ++d)
-          dot += qb[i * g.keyDim + d] * kb[j * g.keyDim + d];
-        weights[j] = dot * scale;
-        maxScore = std::max(maxScore, weights[j]);
-      }
-      T total = T(0);
-      for (int64_t j = 0; j < visible; ++j) {
-        weights[j] = std::exp(weights[j] - maxScore);
-        total += weights[j];
-      }
-      for (int64_t j = 0; j < visible; ++j)
-        weights[j] /= total;
+      attentionProbabilities(qb + i * g.keyDim, kb, g.keyDim, visible, scale,
+                             weights.data());
       for (int64_t d = 0; d < g.valueDim; ++d) {
         T sum = T(0);
         for (int64_t j = 0; j < visible; ++j)

@@ -14,6 +14,10 @@
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/Tensor.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace kiln::interp::eval {
 
 /// A zero tensor of `op`'s result `resultIndex` type, or an error at `op`.
@@ -34,6 +38,29 @@ template <typename Body> auto dispatchFloat(ElementType type, Body body) {
 }
 
 // Elementwise.cpp
+/// The attention probabilities of one query row over its `visible` keys:
+/// p_j = softmax_j(scale * q . k_j), max-subtracted, every sum in increasing
+/// j. The forward and the gradient evaluate them with this one definition.
+template <typename T>
+void attentionProbabilities(const T *query, const T *keys, int64_t keyDim,
+                            int64_t visible, T scale, T *probabilities) {
+  T maxScore = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < visible; ++j) {
+    T dot = T(0);
+    for (int64_t d = 0; d < keyDim; ++d)
+      dot += query[d] * keys[j * keyDim + d];
+    probabilities[j] = dot * scale;
+    maxScore = std::max(maxScore, probabilities[j]);
+  }
+  T total = T(0);
+  for (int64_t j = 0; j < visible; ++j) {
+    probabilities[j] = std::exp(probabilities[j] - maxScore);
+    total += probabilities[j];
+  }
+  for (int64_t j = 0; j < visible; ++j)
+    probabilities[j] /= total;
+}
+
 llvm::Expected<Tensor> evaluateUnary(mlir::Operation *op, const Tensor &input);
 llvm::Expected<Tensor> evaluateBinary(mlir::Operation *op, const Tensor &lhs,
                                       const Tensor &rhs);
