@@ -374,3 +374,11 @@ Comparison kiln::test::compileAndCompare(
   llvm::sys::fs::remove_directories(directory);
   return comparison;
 }
+
+std::string kiln::test::instantiate(const char *source, llvm::StringRef type) {
+  std::string text = source;
+  for (size_t at = text.find("$T"); at != std::string::npos;
+       at = text.find("$T", at))
+    text.replace(at, 2, type.str());
+  return text;
+}

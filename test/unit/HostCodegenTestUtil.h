@@ -94,6 +94,10 @@ Comparison compileAndCompare(mlir::ModuleOp module, llvm::StringRef function,
                              const interp::RunOptions &options = {},
                              bool initializeParams = false);
 
+/// `source` with every `$T` replaced by the element type `type` ("f32"), so
+/// one IR text serves every precision.
+std::string instantiate(const char *source, llvm::StringRef type);
+
 } // namespace kiln::test
 
 #endif // KILN_TEST_UNIT_HOSTCODEGENTESTUTIL_H

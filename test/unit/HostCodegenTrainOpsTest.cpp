@@ -52,14 +52,6 @@ protected:
 
 void PrintTo(const TrainOpCase &c, std::ostream *os) { *os << c.name; }
 
-std::string instantiate(const char *source, llvm::StringRef type) {
-  std::string text = source;
-  for (size_t at = text.find("$T"); at != std::string::npos;
-       at = text.find("$T", at))
-    text.replace(at, 2, type.str());
-  return text;
-}
-
 } // namespace
 
 TEST_P(HostCodegenTrainOpsTest, MatchesInterpreter) {
