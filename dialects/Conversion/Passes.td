@@ -39,7 +39,8 @@ def ConvertKernelToHostLLVM : Pass<"convert-kernel-to-host-llvm", "::mlir::Modul
   }];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
-    "::mlir::func::FuncDialect", "::mlir::cf::ControlFlowDialect"];
+    "::mlir::func::FuncDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::vector::VectorDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES_TD

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RestrictToChunk.h"
+#include "VectorizeElementwiseLoops.h"
 #include "kiln/Conversion/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -20,6 +21,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -127,9 +129,11 @@ struct ConvertKernelToHostLLVMPass
     toLoops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     if (failed(runPipeline(toLoops, module)))
       return signalPassFailure();
-    for (KernelInfo &info : kernels)
+    for (KernelInfo &info : kernels) {
       if (failed(restrictToChunk(info.body, info.range)))
         return signalPassFailure();
+      vectorizeElementwiseLoops(info.body);
+    }
 
     // f32 tanh (GELU and its gradient) becomes MLIR's rational
     // approximation: arithmetic that the loop vectorizer handles, about ten
@@ -164,6 +168,7 @@ struct ConvertKernelToHostLLVMPass
     toLLVM.addPass(arith::createArithExpandOpsPass(expandOptions));
     toLLVM.addPass(createConvertMathToLibmPass());
     toLLVM.addPass(createConvertMathToLLVMPass());
+    toLLVM.addPass(createConvertVectorToLLVMPass());
     toLLVM.addPass(createFinalizeMemRefToLLVMConversionPass());
     ConvertFuncToLLVMPassOptions funcOptions;
     funcOptions.useBarePtrCallConv = true;

@@ -86,3 +86,51 @@ kernel.func @k3(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 8 : i64}
   }
   kernel.return
 }
+
+// -----
+
+// An elementwise kernel over one dim computes whole vectors (512 bits: 16
+// f32 lanes) over the chunk's multiple of 16, loading every input before
+// storing (correct when the result is planned in place of an input), then
+// the scalar remainder. The lanes compute the scalar formula op for op.
+
+// CHECK-LABEL: llvm.func internal @kiln_k2_body
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK: llvm.fmul %{{.*}} : vector<16xf32>
+// CHECK: llvm.fadd %{{.*}} : vector<16xf32>
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK: llvm.fmul %{{.*}} : f32
+// CHECK: llvm.store %{{.*}} : f32, !llvm.ptr
+#id1 = affine_map<(d0) -> (d0)>
+kernel.func @k2(%x: memref<40xf32>, %y: memref<40xf32>, %z: memref<40xf32>) attributes {grain = 8 : i64, range = 40 : i64} {
+  linalg.generic {indexing_maps = [#id1, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%x, %y : memref<40xf32>, memref<40xf32>) outs(%z : memref<40xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %c = arith.constant 2.0 : f32
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %m, %b : f32
+    linalg.yield %s : f32
+  }
+  kernel.return
+}
+
+// -----
+
+// A loop that reads other than at its index (here a broadcast of a row)
+// stays scalar for LLVM's loop vectorizer.
+
+// CHECK-LABEL: llvm.func internal @kiln_k3_body
+// CHECK-NOT: vector<
+// CHECK-LABEL: llvm.func @kiln_k3
+#row = affine_map<(d0, d1) -> (d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+kernel.func @k3(%x: memref<4xf32>, %y: memref<8x4xf32>) attributes {grain = 2 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4xf32>) outs(%y : memref<8x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
