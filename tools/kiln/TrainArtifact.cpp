@@ -8,6 +8,7 @@
 #include "ModelLoading.h"
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Target/Host/HostTarget.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Pipelines/KernelPipeline.h"
@@ -149,9 +150,10 @@ kiln::cli::compileForTraining(StringRef modelPath,
                              "': " + buffer.getError().message());
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
-              "inference={5}\n",
+              "inference={5}\ncpu={6}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
-              artifact.accumulate, options.device, options.inferenceOnly)
+              artifact.accumulate, options.device, options.inferenceOnly,
+              describeHostCpu(options.cpu))
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
@@ -188,6 +190,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
   (void)sys::fs::remove_directories(temporary);
   ArtifactOptions artifactOptions;
   artifactOptions.compilerVersion = getCompilerIdentity();
+  artifactOptions.host.cpu = options.cpu;
   if (failed(writeArtifact(module, temporary, artifactOptions)))
     return createStringError("cannot write the artifact (see above)");
   if (std::error_code error = sys::fs::rename(temporary, directory)) {

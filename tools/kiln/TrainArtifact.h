@@ -27,6 +27,12 @@ struct TrainCompileOptions {
   std::optional<int64_t> accumulate;
   /// "cpu".
   std::string device = "cpu";
+  /// The x86-64 CPU that kernels.so is generated for. `kiln train` runs
+  /// what it compiles on the machine that compiles it, so it defaults to
+  /// this machine's CPU and features (AVX2/AVX-512 where present); the
+  /// cache key holds the resolved CPU, so a cache shared between machines
+  /// never hands one an artifact built for another.
+  std::string cpu = "native";
   /// Compile only the inference entries (predict, eval_step), for sampling
   /// from a checkpoint: no training step, no optimizer state.
   bool inferenceOnly = false;

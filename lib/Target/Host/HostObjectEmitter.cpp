@@ -48,6 +48,21 @@ void kiln::registerHostTranslations(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
 }
 
+/// This machine's CPU features, as the target machine takes them.
+static llvm::SubtargetFeatures getHostFeatures() {
+  llvm::SubtargetFeatures hostFeatures;
+  for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+    hostFeatures.AddFeature(feature, enabled);
+  return hostFeatures;
+}
+
+std::string kiln::describeHostCpu(StringRef cpu) {
+  if (cpu != "native")
+    return cpu.str();
+  return "native:" + llvm::sys::getHostCPUName().str() + ":" +
+         getHostFeatures().getString();
+}
+
 /// The X86 target machine for `options`, or null with `error` set.
 static std::unique_ptr<llvm::TargetMachine>
 createTargetMachine(const kiln::HostTargetOptions &options,
@@ -67,10 +82,7 @@ createTargetMachine(const kiln::HostTargetOptions &options,
   std::string cpu = options.cpu, features;
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
-    llvm::SubtargetFeatures hostFeatures;
-    for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
-      hostFeatures.AddFeature(feature, enabled);
-    features = hostFeatures.getString();
+    features = getHostFeatures().getString();
   }
   llvm::TargetOptions targetOptions;
   // Determinism: a * b + c stays two roundings, as in the interpreter.

@@ -42,6 +42,11 @@ struct HostTargetOptions {
   std::string cpu = "x86-64-v2";
 };
 
+/// `cpu` resolved to what code is generated for: the name itself, or for
+/// "native" this machine's CPU name and its enabled features
+/// ("native:znver4+avx2+..."), so that the text identifies the code.
+std::string describeHostCpu(llvm::StringRef cpu);
+
 /// Registers the translations from the dialects the backend produces to
 /// LLVM IR.
 void registerHostTranslations(mlir::DialectRegistry &registry);
