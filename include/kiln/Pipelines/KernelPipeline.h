@@ -19,6 +19,15 @@ struct KernelPipelineOptions {
   /// instead of with the memory planner: the baseline the planner is
   /// measured and checked against.
   bool naiveArena = false;
+  /// Group ops into graph.fusion regions (--graph-fuse) and merge
+  /// independent launches (multi-tensor kernels); `--no-fuse` clears it.
+  bool fuse = true;
+  /// Recompute forward activations in the backward to meet
+  /// `memoryBudget` (--graph-recompute); `--no-recompute` clears it.
+  bool recompute = true;
+  /// The bytes `peak_bytes` must fit in (0: no budget). The planner has the
+  /// last word: a final plan over the budget is an error.
+  int64_t memoryBudget = 0;
 };
 
 /// graph → kernel → arena offsets.
