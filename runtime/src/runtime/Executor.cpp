@@ -24,6 +24,9 @@ using namespace kiln::runtime;
 
 /// Chunks per thread: enough slack to balance uneven chunks.
 static constexpr int64_t kChunksPerThread = 4;
+/// The largest m n k that OpenBLAS computes without its threads
+/// (interface/gemm.c: SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD).
+static constexpr int64_t kSingleThreadedGemmWork = 65536 * 4;
 
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
@@ -144,7 +147,7 @@ void Session::runGemm(const PreparedOp &op) {
   auto ld = [](int64_t value) {
     return static_cast<blasint>(value > 0 ? value : 1);
   };
-  for (int64_t batch = 0; batch < call.batch(); ++batch) {
+  auto multiply = [&](int64_t batch) {
     if (call.dtype() == plan::DType::F32)
       cblas_sgemm(
           CblasRowMajor, ta, tb, m, n, k, static_cast<float>(call.alpha()),
@@ -161,7 +164,18 @@ void Session::runGemm(const PreparedOp &op) {
                   ld(call.ldb()), call.beta(),
                   static_cast<double *>(c) + batch * call.stride_c(),
                   ld(call.ldc()));
-  }
+  };
+  // OpenBLAS runs a product of at most kSingleThreadedGemmWork
+  // multiply-adds on the calling thread; a batch of such products (the
+  // attention heads) then uses one core unless the pool spreads the batch
+  // entries. Larger products use OpenBLAS's own threads, one at a time.
+  // Each entry writes its own C: the results do not depend on the split.
+  int64_t batches = call.batch();
+  if (batches > 1 && pool_->size() > 1 && m * n * k <= kSingleThreadedGemmWork)
+    pool_->parallelFor(batches, multiply);
+  else
+    for (int64_t batch = 0; batch < batches; ++batch)
+      multiply(batch);
 }
 
 void Session::runOp(const PreparedOp &op) {
