@@ -57,6 +57,11 @@ def Graph_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDimsAttr = "graph.dims";
     static constexpr ::llvm::StringLiteral kBatchDimAttr = "graph.batch_dim";
     static constexpr ::llvm::StringLiteral kTrainAttr = "graph.train";
+    /// On an op --graph-recompute cloned into the backward.
+    static constexpr ::llvm::StringLiteral kRecomputedAttr = "graph.recomputed";
+    /// On the module: the FLOPs --graph-recompute cloned (one step).
+    static constexpr ::llvm::StringLiteral kRecomputeFlopsAttr =
+        "graph.recompute_flops";
   }];
 }
 

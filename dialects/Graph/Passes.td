@@ -56,4 +56,35 @@ def GraphTrainStep : Pass<"graph-train-step", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def GraphRecompute : Pass<"graph-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recomputes forward activations in the backward to fit a "
+                "memory budget.";
+  let description = [{
+    On the training entry (`@train_step` or `@accumulate_step`), chooses
+    which forward values the backward uses stay alive across the
+    forward/backward boundary and which are recomputed: their producing ops
+    are cloned (marked `graph.recomputed`) from kept values just before the
+    first backward use, so that the saved value dies in the forward. It
+    minimizes the recomputed FLOPs (CostOpInterface) under `budget`, the
+    bytes `peak_bytes` must fit in: cheap ops (at most 10 FLOPs per element
+    freed) first, then an exact branch and bound when at most `exact-limit`
+    candidates remain, else a greedy by saved bytes per FLOP. The module gets
+    `graph.recompute_flops`, the FLOPs cloned. Within the kernel pipeline
+    each plan is checked against the exact peak of the lowered module and the
+    search tightened until it fits. A budget no plan meets is an error at the
+    model that names the smallest budget that can be met. `budget = 0` does
+    nothing.
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "Peak bytes the step must fit in; 0: no budget">,
+    Option<"solver", "solver", "std::string", /*default=*/"\"auto\"",
+           "auto (exact when small enough, else greedy), exact or greedy">,
+    Option<"exactLimit", "exact-limit", "unsigned", /*default=*/"22",
+           "Most candidates the exact search decides">,
+  ];
+  let dependentDialects = ["::kiln::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // KILN_GRAPH_PASSES_TD

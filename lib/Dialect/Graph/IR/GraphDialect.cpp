@@ -126,5 +126,17 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a dictionary";
     return success();
   }
+  if (name == kRecomputedAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  if (name == kRecomputeFlopsAttr) {
+    auto flops = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!flops || flops.getInt() < 0)
+      return op->emitError() << "'" << name
+                             << "' must be a non-negative integer";
+    return success();
+  }
   return op->emitError() << "unknown graph attribute '" << name << "'";
 }
