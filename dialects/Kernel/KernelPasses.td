@@ -68,4 +68,30 @@ def KernelVerifyArena : Pass<"kernel-verify-arena", "::mlir::ModuleOp"> {
   }];
 }
 
+def KernelCheckMemoryBudget
+    : Pass<"kernel-check-memory-budget", "::mlir::ModuleOp"> {
+  let summary = "Fails when the placed module's peak bytes exceed a budget.";
+  let description = [{
+    The memory planner's last word, run after placement
+    (`--kernel-plan-memory` or `--kernel-assign-offsets-naive`). The peak is
+    what `kiln compile --stats` calls `peak_bytes`: the persistent buffers of
+    every entry (parameters, gradients, optimizer state, inputs, outputs,
+    runtime buffers, constants; each name once) plus the module's
+    `kernel.arena_bytes`. Over `budget`, the pass fails with an error at the
+    entry whose arena is the module's, giving the peak, the budget, the
+    arena and its live lower bound, and the persistent bytes by kind:
+    ```
+    error: @train_step does not fit the memory budget: peak_bytes
+    84871716 (80.94 MiB) > budget 67108864 (64.00 MiB); arena 72746496
+    (69.38 MiB), live lower bound 72746496, + persistent 12125220
+    (11.56 MiB): params 3337216, optimizer state 6674436, ...
+    ```
+    A budget of 0 (the default) checks nothing. Changes nothing.
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "The bytes the peak must fit in (0: no budget)">,
+  ];
+}
+
 #endif // KILN_KERNEL_PASSES_TD

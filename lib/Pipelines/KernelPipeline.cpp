@@ -23,6 +23,10 @@ void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
     pm.addPass(kernel::createKernelAssignOffsetsNaive());
   else
     pm.addPass(kernel::createKernelPlanMemory());
+  // The planner's last word: whatever recomputation achieved, a plan whose
+  // peak bytes exceed the budget is an error.
+  if (options.memoryBudget > 0)
+    pm.addPass(kernel::createKernelCheckMemoryBudget({options.memoryBudget}));
 }
 
 void kiln::registerKernelPipeline() {

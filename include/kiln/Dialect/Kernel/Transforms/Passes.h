@@ -26,6 +26,11 @@ constexpr int64_t kArenaAlignment = 64;
 #define GEN_PASS_DECL
 #include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
 
+/// What --kernel-check-memory-budget does: fails, with an error at the entry
+/// whose arena sets the peak, when the placed module's peak bytes
+/// (ResidentBytes::peak) exceed `budget`; 0 checks nothing.
+mlir::LogicalResult checkMemoryBudget(mlir::ModuleOp module, int64_t budget);
+
 #define GEN_PASS_REGISTRATION
 #include "kiln/Dialect/Kernel/Transforms/Passes.h.inc"
 } // namespace kiln::kernel
