@@ -52,6 +52,12 @@ def Kernel_Dialect : Dialect {
     /// Buffer names of the runtime-provided buffers.
     static constexpr ::llvm::StringLiteral kRngStateName = "kiln.rng_state";
     static constexpr ::llvm::StringLiteral kStatusName = "kiln.status";
+    /// On a top-level scf.parallel of a kernel.func body: the loop covers
+    /// [offset, offset + its upper bound) of the kernel's range (a segment
+    /// of a kernel merged by --kernel-merge-launches) instead of
+    /// [0, range).
+    static constexpr ::llvm::StringLiteral kSegmentOffsetAttr =
+        "kernel.segment_offset";
   }];
 }
 

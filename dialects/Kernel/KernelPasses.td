@@ -56,6 +56,38 @@ def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::kernel::KernelDialect"];
 }
 
+def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
+  let summary = "Merges runs of independent launches into one kernel each.";
+  let description = [{
+    Within each `kernel.entry`, a run of consecutive launches of parallel
+    kernels (range > 0; a sequential body becomes a segment of
+    size 1) where no launch writes a buffer that another one
+    reads or writes becomes one launch of a new kernel. The new kernel's
+    range is the sum of the ranges; each original body is a segment of it,
+    its top-level parallel loops tagged with `kernel.segment_offset` (linalg
+    ops are lowered to their parallel loops for that). The cpu backend maps
+    a chunk of the merged range onto each segment, so every iteration
+    computes what it did in its own kernel. Launches whose outputs the
+    memory planner may place over a dying input (elementwise pairs) keep
+    their own launch. The optimizer's per-parameter updates, which run one
+    after another and touch disjoint buffers, become one multi-tensor
+    kernel. The merged launch's `kernel.origin` joins the originals' with
+    `+`; its location fuses theirs.
+    ```mlir
+    // Before: two launches over disjoint buffers.
+    kernel.launch @k0(%a, %b) : memref<64xf32>, memref<64xf32>
+    kernel.launch @k1(%c, %d) : memref<32xf32>, memref<32xf32>
+    // After: one kernel of range 64 + 32; @k1's loops start at offset 64.
+    kernel.launch @k2(%a, %b, %c, %d) : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::kernel::KernelDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def KernelVerifyArena : Pass<"kernel-verify-arena", "::mlir::ModuleOp"> {
   let summary = "Proves that no two simultaneously live transients overlap.";
   let description = [{

@@ -30,20 +30,25 @@ static int64_t countFlops(func::FuncOp function) {
   return flops;
 }
 
-/// Whether a scheduled op implements an optimizer op: the update, the
-/// learning-rate schedule, the global norm and the clipping scale.
+/// Whether a scheduled op implements optimizer ops only: the update, the
+/// learning-rate schedule, the global norm and the clipping scale (a launch
+/// merged by --kernel-merge-launches names its ops joined by '+').
 static bool isOptimizerOp(Operation *op) {
   auto origin = op->getAttrOfType<StringAttr>(kOriginAttr);
   if (!origin)
     return false;
-  return llvm::is_contained(
-      {graph::SgdUpdateOp::getOperationName(),
-       graph::MomentumUpdateOp::getOperationName(),
-       graph::AdamWUpdateOp::getOperationName(),
-       graph::LrScheduleOp::getOperationName(),
-       graph::GlobalNormOp::getOperationName(),
-       graph::ClipScaleOp::getOperationName()},
-      origin.getValue());
+  SmallVector<StringRef> names;
+  origin.getValue().split(names, '+');
+  return llvm::all_of(names, [](StringRef name) {
+    return llvm::is_contained(
+        {graph::SgdUpdateOp::getOperationName(),
+         graph::MomentumUpdateOp::getOperationName(),
+         graph::AdamWUpdateOp::getOperationName(),
+         graph::LrScheduleOp::getOperationName(),
+         graph::GlobalNormOp::getOperationName(),
+         graph::ClipScaleOp::getOperationName()},
+        name);
+  });
 }
 
 namespace {

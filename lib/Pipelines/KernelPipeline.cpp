@@ -17,6 +17,10 @@ void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
   pm.addPass(createConvertGraphToKernel());
   // Identical views of one buffer fold together before buffers are placed.
   pm.addPass(mlir::createCSEPass());
+  // Independent neighbours (the optimizer's per-parameter updates first)
+  // share one launch.
+  if (options.fuse)
+    pm.addPass(kernel::createKernelMergeLaunches());
   // Placement last: it needs the final schedule, and nothing after it may
   // add, move or reorder the ops that touch transients.
   if (options.naiveArena)

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -18,6 +19,38 @@ using namespace mlir;
 static bool isConstant(Value value, int64_t expected) {
   std::optional<int64_t> constant = getConstantIntValue(value);
   return constant && *constant == expected;
+}
+
+/// A segment's loop over [0, size) stands for [offset, offset + size) of
+/// the kernel's range: the chunk [begin, end) becomes, in the loop's own
+/// indices, [clamp(begin - offset), clamp(end - offset)) with clamp to
+/// [0, size]; a chunk outside the segment runs no iteration.
+static LogicalResult restrictSegment(scf::ParallelOp loop, int64_t offset,
+                                     int64_t range, Value begin, Value end) {
+  std::optional<int64_t> size = getConstantIntValue(loop.getUpperBound()[0]);
+  if (!isConstant(loop.getLowerBound()[0], 0) || !size ||
+      !isConstant(loop.getStep()[0], 1) || offset < 0 ||
+      offset + *size > range)
+    return loop.emitError() << "a segment loop must run over [0, size) in "
+                               "steps of 1 within the kernel's range "
+                            << range;
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  Value offsetValue = arith::ConstantIndexOp::create(b, loc, offset);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value sizeValue = arith::ConstantIndexOp::create(b, loc, *size);
+  auto clampToSegment = [&](Value position) -> Value {
+    // begin and end are in [0, range] and offset <= range: begin - offset
+    // as a signed index is exact.
+    Value shifted = arith::SubIOp::create(b, loc, position, offsetValue);
+    Value low = arith::MaxSIOp::create(b, loc, shifted, zero);
+    return arith::MinSIOp::create(b, loc, low, sizeValue);
+  };
+  unsigned dims = loop.getNumLoops();
+  loop->setOperand(0, clampToSegment(begin));
+  loop->setOperand(dims, clampToSegment(end));
+  loop->removeAttr(kiln::kernel::KernelDialect::kSegmentOffsetAttr);
+  return success();
 }
 
 LogicalResult kiln::restrictToChunk(func::FuncOp body, int64_t range) {
@@ -56,11 +89,18 @@ LogicalResult kiln::restrictToChunk(func::FuncOp body, int64_t range) {
                             << range << ") in steps of 1";
     };
     if (auto parallel = dyn_cast<scf::ParallelOp>(op)) {
+      unsigned dims = parallel.getNumLoops();
+      if (auto offset = parallel->getAttrOfType<IntegerAttr>(
+              kiln::kernel::KernelDialect::kSegmentOffsetAttr)) {
+        if (failed(restrictSegment(parallel, offset.getInt(), range, begin,
+                                   end)))
+          return failure();
+        continue;
+      }
       if (failed(checkBounds(parallel.getLowerBound()[0],
                              parallel.getUpperBound()[0],
                              parallel.getStep()[0])))
         return failure();
-      unsigned dims = parallel.getNumLoops();
       parallel->setOperand(0, begin);
       parallel->setOperand(dims, end);
       continue;

@@ -82,6 +82,16 @@ static Value splatConstant(OpBuilder &b, arith::ConstantOp constant,
 static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop, Value index,
                            int64_t lanes) {
   IRMapping vectors;
+  // A value defined outside the loop (a constant hoisted by the lowering)
+  // is broadcast to the lanes.
+  auto vectorOf = [&](Value scalar, Location loc) -> Value {
+    if (Value vector = vectors.lookupOrNull(scalar))
+      return vector;
+    auto type = VectorType::get({lanes}, scalar.getType());
+    Value vector = vector::BroadcastOp::create(b, loc, type, scalar);
+    vectors.map(scalar, vector);
+    return vector;
+  };
   for (Operation &op : loop.getBody()->without_terminator()) {
     Location loc = op.getLoc();
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
@@ -92,7 +102,7 @@ static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop, Value index,
       continue;
     }
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      vector::StoreOp::create(b, loc, vectors.lookup(store.getValue()),
+      vector::StoreOp::create(b, loc, vectorOf(store.getValue(), loc),
                               store.getMemRef(), ValueRange{index});
       continue;
     }
@@ -100,14 +110,8 @@ static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop, Value index,
       vectors.map(constant.getResult(), splatConstant(b, constant, lanes));
       continue;
     }
-    // A value defined outside the loop (a constant hoisted by the lowering)
-    // is broadcast to the lanes.
     for (Value operand : op.getOperands())
-      if (!vectors.contains(operand)) {
-        auto type = VectorType::get({lanes}, operand.getType());
-        vectors.map(operand,
-                    vector::BroadcastOp::create(b, loc, type, operand));
-      }
+      (void)vectorOf(operand, loc);
     Operation *clone = b.clone(op, vectors);
     for (OpResult result : clone->getResults())
       result.setType(VectorType::get({lanes}, result.getType()));

@@ -134,3 +134,52 @@ kernel.func @k3(%x: memref<4xf32>, %y: memref<8x4xf32>) attributes {grain = 2 : 
   }
   kernel.return
 }
+
+// -----
+
+// A merged kernel's segment loops (kernel.segment_offset) each see the
+// chunk [begin, end) shifted by their offset and clamped to their size:
+// [min(max(begin - 8, 0), 4), min(max(end - 8, 0), 4)) for the second.
+
+// CHECK-LABEL: llvm.func internal @kiln_k4_body
+// CHECK-SAME: %[[BEGIN:[^:]*]]: i64, %[[END:[^:]*]]: i64)
+// CHECK-DAG: %[[EIGHT:.*]] = llvm.mlir.constant(8 : index) : i64
+// CHECK-DAG: %[[FOUR:.*]] = llvm.mlir.constant(4 : index) : i64
+// CHECK: %[[SHIFTED:.*]] = llvm.sub %[[BEGIN]], %[[EIGHT]]
+// CHECK: %[[POSITIVE:.*]] = llvm.icmp "sgt" %[[SHIFTED]]
+// CHECK: %[[LOW:.*]] = llvm.select %[[POSITIVE]], %[[SHIFTED]]
+// CHECK: %[[SMALL:.*]] = llvm.icmp "slt" %[[LOW]], %[[FOUR]]
+// CHECK: llvm.select %[[SMALL]], %[[LOW]], %[[FOUR]]
+// CHECK: llvm.sub %[[END]], %[[EIGHT]]
+kernel.func @k4(%x: memref<8xf32>, %y: memref<4xf32>) attributes {grain = 1 : i64, range = 12 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %one, %x[%i] : memref<8xf32>
+    scf.reduce
+  } {kernel.segment_offset = 0 : i64}
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    memref.store %one, %y[%i] : memref<4xf32>
+    scf.reduce
+  } {kernel.segment_offset = 8 : i64}
+  kernel.return
+}
+
+// -----
+
+// A segment must lie within the kernel's range.
+kernel.func @k5(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 10 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  // expected-error @below {{a segment loop must run over [0, size) in steps of 1 within the kernel's range 10}}
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %one, %x[%i] : memref<8xf32>
+    scf.reduce
+  } {kernel.segment_offset = 4 : i64}
+  kernel.return
+}

@@ -1,0 +1,105 @@
+// RUN: kiln-opt %s -split-input-file --kernel-merge-launches | FileCheck %s
+
+// Two launches over disjoint buffers and a sequential (range 1) one become
+// one kernel of range 8 + 4 + 1 and the smallest grain: each body is a segment, its top-level
+// parallel loop tagged with the segment's offset; the sequential body runs
+// as the single iteration of its segment. Scalars read by all (%lr) are
+// shared. The originals are erased.
+
+// CHECK-NOT: kernel.func @rev8
+// CHECK-LABEL: kernel.func @k{{[0-9]+}}
+// CHECK-SAME: (%[[A:.*]]: memref<8xf32>, %[[B:.*]]: memref<8xf32>, %[[LR:.*]]: memref<f32>, %[[C:.*]]: memref<4xf32>, %[[D:.*]]: memref<4xf32>, %[[E:.*]]: memref<f32>)
+// CHECK-SAME: grain = 1 : i64, range = 13 : i64
+// CHECK: scf.parallel
+// CHECK: memref.load %[[A]]
+// CHECK: } {kernel.segment_offset = 0 : i64}
+// CHECK: scf.parallel
+// CHECK: memref.load %[[C]]
+// CHECK: } {kernel.segment_offset = 8 : i64}
+// CHECK: scf.parallel
+// CHECK: memref.load %[[LR]]
+// CHECK: memref.store %{{.*}}, %[[E]]
+// CHECK: } {kernel.segment_offset = 12 : i64}
+// CHECK: kernel.entry @step
+// CHECK: kernel.launch @k{{[0-9]+}}(%{{.*}}) {kernel.origin = "graph.adamw_update+graph.lr_schedule"}
+// CHECK-NOT: kernel.launch
+#rev8 = affine_map<(d0) -> (7 - d0)>
+#id8 = affine_map<(d0) -> (d0)>
+#rev4 = affine_map<(d0) -> (3 - d0)>
+kernel.func @rev8(%x: memref<8xf32>, %y: memref<8xf32>, %s: memref<f32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#rev8, #id8], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
+kernel.func @rev4(%x: memref<4xf32>, %y: memref<4xf32>, %s: memref<f32>) attributes {grain = 2 : i64, range = 4 : i64} {
+  linalg.generic {indexing_maps = [#rev4, #id8], iterator_types = ["parallel"]}
+      ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
+kernel.func @scalar(%s: memref<f32>, %t: memref<f32>) attributes {grain = 1 : i64, range = 1 : i64} {
+  %v = memref.load %s[] : memref<f32>
+  memref.store %v, %t[] : memref<f32>
+  kernel.return
+}
+kernel.entry @step(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                   %c: memref<4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "c"},
+                   %lr: memref<f32> {kernel.kind = #kernel.kind<input>, kernel.name = "lr"},
+                   %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
+                   %d: memref<4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "d"},
+                   %e: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "e"}) {
+  kernel.launch @rev8(%a, %b, %lr) {kernel.origin = "graph.adamw_update"} : memref<8xf32>, memref<8xf32>, memref<f32>
+  kernel.launch @rev4(%c, %d, %lr) {kernel.origin = "graph.adamw_update"} : memref<4xf32>, memref<4xf32>, memref<f32>
+  kernel.launch @scalar(%lr, %e) {kernel.origin = "graph.lr_schedule"} : memref<f32>, memref<f32>
+  kernel.return
+}
+
+// -----
+
+// A launch that reads what the run wrote, or writes what it read, starts a
+// new run: copy(b, c) reads what copy(a, b) wrote; copy(d, a) is
+// independent of copy(b, c) and joins it. A launch whose output may be
+// planned over its dying input (@exp: elementwise) keeps its own launch.
+
+// CHECK-LABEL: kernel.func @k{{[0-9]+}}
+// CHECK-SAME: range = 16 : i64
+// CHECK-LABEL: kernel.entry @dependent
+// CHECK-SAME: (%[[A:[^:]*]]: memref<8xf32> {{.*}}, %[[B:[^:]*]]: memref<8xf32> {{.*}}, %[[C:[^:]*]]: memref<8xf32> {{.*}}, %[[D:[^:]*]]: memref<8xf32>
+// CHECK-NEXT: kernel.launch @copy(%[[A]], %[[B]])
+// CHECK-NEXT: kernel.launch @k{{[0-9]+}}(%[[B]], %[[C]], %[[D]], %[[A]]) :
+// CHECK-NEXT: kernel.launch @exp(%[[C]], %[[D]])
+// CHECK-NEXT: kernel.return
+#id = affine_map<(d0) -> (d0)>
+#rev = affine_map<(d0) -> (7 - d0)>
+kernel.func @copy(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#rev, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
+kernel.func @exp(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  kernel.return
+}
+kernel.entry @dependent(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                        %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
+                        %c: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"},
+                        %d: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "d"}) {
+  kernel.launch @copy(%a, %b) : memref<8xf32>, memref<8xf32>
+  kernel.launch @copy(%b, %c) : memref<8xf32>, memref<8xf32>
+  kernel.launch @copy(%d, %a) : memref<8xf32>, memref<8xf32>
+  kernel.launch @exp(%c, %d) : memref<8xf32>, memref<8xf32>
+  kernel.return
+}
