@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -90,9 +91,11 @@ std::string EvalValue::describe() const {
 }
 
 ModelEmitter::ModelEmitter(const llvm::SourceMgr &sourceMgr,
-                           MLIRContext &context, Diagnostics &diagnostics)
+                           MLIRContext &context, Diagnostics &diagnostics,
+                           ArrayRef<DimOverride> dimOverrides)
     : sourceMgr(sourceMgr), context(context), diagnostics(diagnostics),
-      builder(&context) {}
+      builder(&context), dimOverrides(dimOverrides),
+      dimOverrideUsed(dimOverrides.size(), false) {}
 
 LogicalResult ModelEmitter::error(SMLoc loc, const llvm::Twine &message) {
   diagnostics.error(loc, message);
@@ -199,6 +202,18 @@ LogicalResult ModelEmitter::emitModel(const ast::ModelDecl &model) {
     return failure();
   if (!batchDim && dims.count("B"))
     batchDim = StringRef("B");
+  for (auto [dimOverride, used] : llvm::zip(dimOverrides, dimOverrideUsed)) {
+    if (used)
+      continue;
+    std::vector<StringRef> names;
+    for (const auto &dim : dimList)
+      names.push_back(dim.first);
+    return error(model.name.loc,
+                 "model '" + model.name.name + "' has no dim '" +
+                     dimOverride.name + "' to set" +
+                     didYouMean(dimOverride.name, names) + " (its dims: " +
+                     llvm::join(names, ", ") + ")");
+  }
   return success();
 }
 
@@ -314,6 +329,11 @@ LogicalResult ModelEmitter::emitDims(const ast::DimStmt &stmt) {
     FailureOr<int64_t> value = evaluateInt(*binding.value, "a dim");
     if (failed(value))
       return failure();
+    for (auto [dimOverride, used] : llvm::zip(dimOverrides, dimOverrideUsed))
+      if (dimOverride.name == name) {
+        value = dimOverride.value;
+        used = true;
+      }
     if (*value <= 0)
       return error(binding.value->getLoc(),
                    llvm::formatv("dim '{0}' must be positive, got {1}", name,
@@ -594,7 +614,8 @@ LogicalResult ModelEmitter::emitOutput(const ast::OutputStmt &stmt) {
 
 OwningOpRef<ModuleOp> kiln::frontend::loadModel(llvm::SourceMgr &sourceMgr,
                                                 MLIRContext &context,
-                                                llvm::raw_ostream &errs) {
+                                                llvm::raw_ostream &errs,
+                                                ArrayRef<DimOverride> dims) {
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
   Diagnostics diagnostics(sourceMgr, errs);
@@ -604,7 +625,7 @@ OwningOpRef<ModuleOp> kiln::frontend::loadModel(llvm::SourceMgr &sourceMgr,
   if (!parsed || diagnostics.hasErrors())
     return nullptr;
 
-  ModelEmitter emitter(sourceMgr, context, diagnostics);
+  ModelEmitter emitter(sourceMgr, context, diagnostics, dims);
   OwningOpRef<ModuleOp> module = emitter.emit(*parsed);
   if (!module || diagnostics.hasErrors())
     return nullptr;
@@ -620,7 +641,8 @@ OwningOpRef<ModuleOp> kiln::frontend::loadModel(llvm::SourceMgr &sourceMgr,
 OwningOpRef<ModuleOp> kiln::frontend::loadModelFile(StringRef path,
                                                     llvm::SourceMgr &sourceMgr,
                                                     MLIRContext &context,
-                                                    llvm::raw_ostream &errs) {
+                                                    llvm::raw_ostream &errs,
+                                                    ArrayRef<DimOverride> dims) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/true);
   if (!buffer) {
@@ -629,5 +651,5 @@ OwningOpRef<ModuleOp> kiln::frontend::loadModelFile(StringRef path,
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
-  return loadModel(sourceMgr, context, errs);
+  return loadModel(sourceMgr, context, errs, dims);
 }

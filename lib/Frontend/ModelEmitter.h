@@ -14,6 +14,7 @@
 
 #include "kiln/Frontend/AST.h"
 #include "kiln/Frontend/Diagnostics.h"
+#include "kiln/Frontend/Frontend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -81,8 +82,10 @@ bool isBuiltinName(llvm::StringRef name);
 
 class ModelEmitter {
 public:
+  /// `dimOverrides` replace the values of the model's dims of those names.
   ModelEmitter(const llvm::SourceMgr &sourceMgr, mlir::MLIRContext &context,
-               Diagnostics &diagnostics);
+               Diagnostics &diagnostics,
+               llvm::ArrayRef<DimOverride> dimOverrides = {});
 
   /// Emits the module for `file`; null after an error (already reported).
   mlir::OwningOpRef<mlir::ModuleOp> emit(const ast::Module &file);
@@ -188,6 +191,10 @@ private:
   llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> dimList;
   llvm::StringMap<int64_t> dims;
   std::optional<llvm::StringRef> batchDim;
+  /// Values given for dims from outside the model, and whether each has
+  /// met its dim.
+  llvm::ArrayRef<DimOverride> dimOverrides;
+  llvm::SmallVector<bool> dimOverrideUsed;
 
   /// The innermost scope is the current one; a function call pushes one.
   std::vector<Scope> scopes;

@@ -4,16 +4,23 @@
 // (`--target=cpu -o OUT.kiln.d`), or stops at a stage and prints it
 // (`--emit=graph|kernel|llvm`). `--train` adds the training entry points
 // (train_step, or accumulate_step and apply_step) built from the train block.
+// `--memory-budget` (or the train block's `memory`) makes a step whose
+// peak_bytes exceed it an error; `--memory-timeline` draws the step's live
+// bytes; `--fit-batch` finds the largest batch that fits the budget.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "FitBatch.h"
 #include "ModelLoading.h"
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/ByteSize.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Pipelines/CompileStats.h"
 #include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/MemoryTimelineData.h"
+#include "kiln/Plot/MemoryTimeline.h"
 #include "kiln/Target/Host/HostTarget.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -89,19 +96,133 @@ static cl::opt<bool> noRecompute(
              "yet)"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Fail when the step's peak_bytes (persistent buffers + arena) "
+             "exceed SIZE: bytes, or a number with a unit (80GiB, 512MiB, "
+             "1.5GB); overrides the train block's `memory`"),
+    cl::value_desc("SIZE"), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string> memoryTimeline(
+    "memory-timeline",
+    cl::desc("Compile the training step and draw its live bytes per op, by "
+             "kind, as an SVG"),
+    cl::value_desc("FILE.svg"), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> fitBatch(
+    "fit-batch",
+    cl::desc("Find the largest batch whose training step fits "
+             "--memory-budget; print it as JSON"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string> batchDimName(
+    "batch-dim",
+    cl::desc("The dim --fit-batch searches (default: the model's batch dim)"),
+    cl::value_desc("NAME"), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
+static cl::list<std::string> dimValues(
+    "dim", cl::desc("Set a dim of the model: --dim B=64 (repeatable)"),
+    cl::value_desc("NAME=N"), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
+
+/// The --dim values; nullopt after an error.
+static std::optional<std::vector<kiln::frontend::DimOverride>> parseDims() {
+  std::vector<kiln::frontend::DimOverride> dims;
+  for (StringRef text : dimValues) {
+    auto [name, value] = text.split('=');
+    int64_t number = 0;
+    if (name.empty() || value.getAsInteger(10, number) || number <= 0) {
+      WithColor::error(errs(), "kiln")
+          << "--dim wants NAME=N with N a positive integer, got '" << text
+          << "'\n";
+      return std::nullopt;
+    }
+    dims.push_back({name.str(), number});
+  }
+  return dims;
+}
+
+/// The budget: --memory-budget, else the train block's `memory`, else 0;
+/// nullopt after an error.
+static std::optional<int64_t> resolveMemoryBudget(mlir::ModuleOp module) {
+  if (memoryBudget.getNumOccurrences()) {
+    std::string error;
+    std::optional<int64_t> bytes = kiln::parseByteSize(memoryBudget, &error);
+    if (!bytes)
+      WithColor::error(errs(), "kiln") << "--memory-budget: " << error << "\n";
+    return bytes;
+  }
+  mlir::FailureOr<kiln::graph::TrainSettings> settings =
+      kiln::graph::TrainSettings::fromModule(module);
+  if (mlir::failed(settings))
+    return std::nullopt;
+  return settings->memory;
+}
+
+/// The kernel pipeline as the flags set it.
+static kiln::KernelPipelineOptions pipelineOptions(int64_t budget) {
+  kiln::KernelPipelineOptions options;
+  options.fuse = !noFuse;
+  options.recompute = !noRecompute;
+  options.memoryBudget = budget;
+  return options;
+}
+
+/// --memory-timeline: draws the compiled module's step.
+static int writeMemoryTimeline(mlir::ModuleOp module, int64_t budget) {
+  mlir::FailureOr<kiln::plot::MemoryTimeline> timeline =
+      kiln::buildMemoryTimeline(module, budget);
+  if (mlir::failed(timeline))
+    return 1;
+  std::error_code error;
+  ToolOutputFile output(memoryTimeline, error, sys::fs::OF_Text);
+  if (error) {
+    WithColor::error(errs(), "kiln") << "cannot write '" << memoryTimeline
+                                     << "': " << error.message() << "\n";
+    return 1;
+  }
+  kiln::plot::writeMemoryTimelineSvg(*timeline, {}, output.os());
+  output.keep();
+  return 0;
+}
+
 int kiln::cli::runCompile() {
-  std::unique_ptr<LoadedModel> model = loadModelForCLI(compileModel);
+  std::optional<std::vector<kiln::frontend::DimOverride>> dims = parseDims();
+  if (!dims)
+    return 1;
+  std::unique_ptr<LoadedModel> model = loadModelForCLI(compileModel, *dims);
   if (!model->module)
     return 1;
-  if (printStats) {
+  std::optional<int64_t> budget = resolveMemoryBudget(*model->module);
+  if (!budget)
+    return 1;
+  if (fitBatch) {
+    if (!*budget) {
+      WithColor::error(errs(), "kiln")
+          << "--fit-batch needs a budget: give --memory-budget SIZE (or "
+             "`memory` in the train block)\n";
+      return 1;
+    }
+    FitBatchOptions options;
+    options.modelPath = compileModel;
+    options.batchDim = batchDimName;
+    options.budget = *budget;
+    options.dims = *dims;
+    options.pipeline = pipelineOptions(0);
+    return runFitBatch(options);
+  }
+  if (printStats || memoryTimeline.getNumOccurrences()) {
     // Errors of the later passes point into the model file too.
     mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
                                              model->context.get());
     FailureOr<json::Object> stats =
-        kiln::compileWithStats(*model->module, {});
+        kiln::compileWithStats(*model->module, pipelineOptions(*budget));
     if (failed(stats))
       return 1;
-    outs() << formatv("{0:2}", json::Value(std::move(*stats))) << "\n";
+    if (memoryTimeline.getNumOccurrences() &&
+        writeMemoryTimeline(*model->module, *budget))
+      return 1;
+    if (printStats)
+      outs() << formatv("{0:2}", json::Value(std::move(*stats))) << "\n";
     return 0;
   }
 
@@ -128,7 +249,7 @@ int kiln::cli::runCompile() {
   host.cpu = hostCpu;
   if (writesArtifact || emitStage != EmitStage::Graph) {
     mlir::PassManager pm(model->context.get());
-    kiln::buildKernelPipeline(pm, {});
+    kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
     if (mlir::failed(pm.run(*model->module)))
       return 1;
   }

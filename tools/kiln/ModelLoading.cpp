@@ -19,7 +19,9 @@
 using namespace kiln;
 using namespace kiln::cli;
 
-std::unique_ptr<LoadedModel> kiln::cli::loadModelForCLI(llvm::StringRef path) {
+std::unique_ptr<LoadedModel>
+kiln::cli::loadModelForCLI(llvm::StringRef path,
+                           llvm::ArrayRef<frontend::DimOverride> dims) {
   auto loaded = std::make_unique<LoadedModel>();
   mlir::DialectRegistry registry;
   registerKilnDialects(registry);
@@ -29,8 +31,14 @@ std::unique_ptr<LoadedModel> kiln::cli::loadModelForCLI(llvm::StringRef path) {
   loaded->context->printOpOnDiagnostic(false);
 
   if (!path.ends_with(".mlir")) {
-    loaded->module = frontend::loadModelFile(path, loaded->sourceMgr,
-                                             *loaded->context, llvm::errs());
+    loaded->module = frontend::loadModelFile(
+        path, loaded->sourceMgr, *loaded->context, llvm::errs(), dims);
+    return loaded;
+  }
+  if (!dims.empty()) {
+    llvm::WithColor::error(llvm::errs(), "kiln")
+        << "dims can be set only in a .kiln model, not in graph IR ('"
+        << path << "')\n";
     return loaded;
   }
 

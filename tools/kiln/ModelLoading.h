@@ -7,6 +7,8 @@
 #ifndef KILN_TOOLS_KILN_MODELLOADING_H
 #define KILN_TOOLS_KILN_MODELLOADING_H
 
+#include "kiln/Frontend/Frontend.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -25,8 +27,11 @@ struct LoadedModel {
 };
 
 /// Loads a `.kiln` model (or, for `.mlir` files, graph IR) with diagnostics
-/// printed to stderr; null module on error.
-std::unique_ptr<LoadedModel> loadModelForCLI(llvm::StringRef path);
+/// printed to stderr; null module on error. `dims` replace the values of the
+/// model's dims of those names (`--dim B=64`; `.kiln` models only).
+std::unique_ptr<LoadedModel>
+loadModelForCLI(llvm::StringRef path,
+                llvm::ArrayRef<frontend::DimOverride> dims = {});
 
 } // namespace kiln::cli
 

@@ -142,6 +142,10 @@ kiln::cli::compileForTraining(StringRef modelPath,
   artifact.accumulate = settings->accumulate;
   artifact.batchSeed = readTrainSetting(module, "batch_seed");
   artifact.evalEvery = readTrainSetting(module, "eval_every");
+  // The budget holds the training step; sampling compiles less.
+  int64_t budget = options.inferenceOnly
+                       ? 0
+                       : options.memoryBudget.value_or(settings->memory);
 
   // The key: the model text, the overrides, the device, the compiler.
   auto buffer = MemoryBuffer::getFile(modelPath);
@@ -150,10 +154,10 @@ kiln::cli::compileForTraining(StringRef modelPath,
                              "': " + buffer.getError().message());
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
-              "inference={5}\ncpu={6}\n",
+              "inference={5}\ncpu={6}\nmemory_budget={7}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
-              describeHostCpu(options.cpu))
+              describeHostCpu(options.cpu), budget)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
@@ -176,7 +180,9 @@ kiln::cli::compileForTraining(StringRef modelPath,
   if (!options.inferenceOnly &&
       failed(graph::buildTrainFunctions(module, *settings)))
     return createStringError("cannot build the training step (see above)");
-  buildKernelPipeline(pm, {});
+  KernelPipelineOptions pipeline;
+  pipeline.memoryBudget = budget;
+  buildKernelPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return createStringError("compilation failed (see above)");
 

@@ -33,6 +33,9 @@ struct TrainCompileOptions {
   /// cache key holds the resolved CPU, so a cache shared between machines
   /// never hands one an artifact built for another.
   std::string cpu = "native";
+  /// The bytes the training step's peak_bytes must fit in (overrides the
+  /// train block's `memory`); over it, compilation fails.
+  std::optional<int64_t> memoryBudget;
   /// Compile only the inference entries (predict, eval_step), for sampling
   /// from a checkpoint: no training step, no optimizer state.
   bool inferenceOnly = false;

@@ -10,6 +10,8 @@
 #include "TrainArtifact.h"
 #include "TrainSession.h"
 
+#include "kiln/ByteSize.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -51,6 +53,12 @@ static cl::opt<int64_t> stepsOption("steps",
                                     cl::desc("Optimizer steps (default: the "
                                              "train block's)"),
                                     TRAIN_OPTION);
+static cl::opt<std::string> trainMemoryBudget(
+    "memory-budget",
+    cl::desc("Fail to compile when the training step's peak_bytes exceed "
+             "SIZE (80GiB, 512MiB, 1.5GB or bytes; default: the train "
+             "block's `memory`)"),
+    cl::value_desc("SIZE"), TRAIN_OPTION);
 static cl::opt<int64_t>
     untilStep("until",
               cl::desc("Stop after this step; the schedule still spans "
@@ -216,6 +224,14 @@ int kiln::cli::runTrain() {
   if (stepsOption.getNumOccurrences())
     compileOptions.steps = stepsOption;
   compileOptions.device = device;
+  if (trainMemoryBudget.getNumOccurrences()) {
+    std::string error;
+    std::optional<int64_t> budget =
+        kiln::parseByteSize(trainMemoryBudget, &error);
+    if (!budget)
+      return fail("--memory-budget: " + error);
+    compileOptions.memoryBudget = budget;
+  }
   Expected<TrainArtifact> artifact =
       compileForTraining(trainModel, compileOptions);
   if (!artifact)

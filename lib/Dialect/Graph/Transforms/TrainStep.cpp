@@ -66,6 +66,7 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
   }
   integer(train, "steps", settings.steps);
   integer(train, "accumulate", settings.accumulate);
+  integer(train, "memory", settings.memory);
 
   if (settings.optimizer != "sgd" && settings.optimizer != "momentum" &&
       settings.optimizer != "adamw")

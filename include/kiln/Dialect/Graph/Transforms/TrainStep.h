@@ -38,6 +38,9 @@ struct TrainSettings {
   int64_t steps = 1000;
   /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
+  /// The train block's `memory`: the bytes a step's peak_bytes must fit in
+  /// (0: no budget). `--memory-budget` overrides it.
+  int64_t memory = 0;
 
   /// Reads `graph.train` from `module` (defaults where absent).
   static mlir::FailureOr<TrainSettings> fromModule(mlir::ModuleOp module);
