@@ -10,11 +10,11 @@
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Dialect/Kernel/Analysis/BufferLiveness.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
+#include "kiln/Dialect/Kernel/Transforms/ResidentBytes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -123,46 +123,13 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
   if (failed(pm.run(module)))
     return failure();
 
-  // Persistent buffers: one per name across entries, as in the plan.
-  llvm::StringSet<> seen;
-  int64_t paramBytes = 0, stateBytes = 0, gradientBytes = 0, inputBytes = 0,
-          outputBytes = 0, runtimeBytes = 0, constantBytes = 0;
+  // Persistent buffers and the arena, as the memory budget counts them.
+  kernel::ResidentBytes resident = kernel::measureResidentBytes(module);
   int64_t naiveArena = 0, activationBytes = 0;
   CallCounts step;
   llvm::json::Object entries;
   kernel::BufferAccessAnalysis access;
   for (auto entry : module.getOps<kernel::EntryOp>()) {
-    for (unsigned i = 0, e = entry.getNumArguments(); i < e; ++i) {
-      if (!seen.insert(entry.getBufferName(i)).second)
-        continue;
-      int64_t bytes = kernel::getBufferSizeInBytes(
-          cast<MemRefType>(entry.getArgument(i).getType()));
-      switch (entry.getBufferKind(i)) {
-      case kernel::BufferKind::Param:
-        paramBytes += bytes;
-        break;
-      case kernel::BufferKind::OptimizerState:
-        stateBytes += bytes;
-        break;
-      case kernel::BufferKind::Gradient:
-        gradientBytes += bytes;
-        break;
-      case kernel::BufferKind::Input:
-        inputBytes += bytes;
-        break;
-      case kernel::BufferKind::Output:
-        outputBytes += bytes;
-        break;
-      case kernel::BufferKind::RngState:
-      case kernel::BufferKind::Status:
-        runtimeBytes += bytes;
-        break;
-      }
-    }
-    entry.walk([&](kernel::ConstantOp constant) {
-      constantBytes += kernel::getBufferSizeInBytes(constant.getType());
-    });
-
     kernel::BufferLiveness liveness(entry, access);
     CallCounts calls = countCalls(liveness);
     StringRef name = entry.getSymName();
@@ -196,18 +163,15 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
     auto value = module->getAttrOfType<IntegerAttr>(key);
     return value ? value.getInt() : 0;
   };
-  int64_t arenaBytes = moduleAttr(kernel::kArenaBytesAttr);
-  int64_t peakBytes = paramBytes + gradientBytes + stateBytes + inputBytes +
-                      outputBytes + runtimeBytes + constantBytes + arenaBytes;
   return llvm::json::Object{
       {"model", summary->modelName},
       {"params", summary->paramCount},
-      {"param_bytes", paramBytes},
-      {"optimizer_state_bytes", stateBytes},
-      {"gradient_bytes", gradientBytes},
-      {"input_bytes", inputBytes},
-      {"output_bytes", outputBytes},
-      {"constant_bytes", constantBytes},
+      {"param_bytes", resident.params},
+      {"optimizer_state_bytes", resident.optimizerState},
+      {"gradient_bytes", resident.gradients},
+      {"input_bytes", resident.inputs},
+      {"output_bytes", resident.outputs},
+      {"constant_bytes", resident.constants},
       {"forward_flops", forwardFlops},
       {"step_flops", stepFlops},
       {"recompute_flops", 0},
@@ -217,10 +181,10 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
       {"library_calls", step.libraryCalls},
       {"collectives", step.collectives},
       {"copies", step.copies},
-      {"arena_bytes", arenaBytes},
+      {"arena_bytes", resident.arena},
       {"live_lower_bound_bytes", moduleAttr(kernel::kLiveLowerBoundAttr)},
       {"naive_arena_bytes", naiveArena},
-      {"peak_bytes", peakBytes},
+      {"peak_bytes", resident.peak()},
       {"activation_bytes", activationBytes},
       {"entries", std::move(entries)},
   };
