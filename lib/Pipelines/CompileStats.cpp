@@ -174,7 +174,8 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
       {"constant_bytes", resident.constants},
       {"forward_flops", forwardFlops},
       {"step_flops", stepFlops},
-      {"recompute_flops", 0},
+      // What --graph-recompute cloned into the backward (one step).
+      {"recompute_flops", moduleAttr(graph::GraphDialect::kRecomputeFlopsAttr)},
       {"kernels", step.kernels()},
       {"kernels_optimizer", step.optimizer},
       {"launches", step.launches},

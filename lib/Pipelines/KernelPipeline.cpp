@@ -6,13 +6,36 @@
 
 #include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Graph/Transforms/Recompute.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
+#include "kiln/Dialect/Kernel/Transforms/ResidentBytes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+/// peak_bytes of `module` lowered by the rest of the pipeline, on a clone.
+static mlir::FailureOr<int64_t>
+measurePeakBytes(mlir::ModuleOp module, kiln::KernelPipelineOptions options) {
+  options.recompute = false;
+  options.memoryBudget = 0;
+  mlir::OwningOpRef<mlir::ModuleOp> clone = module.clone();
+  mlir::PassManager pm(module.getContext());
+  kiln::buildKernelPipeline(pm, options);
+  if (mlir::failed(pm.run(*clone)))
+    return mlir::failure();
+  return kiln::kernel::measureResidentBytes(*clone).peak();
+}
+
 void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
                                const KernelPipelineOptions &options) {
+  // Recompute first, and before fusion: a recomputed elementwise op should
+  // fuse into its consumer. Each plan is measured by lowering a clone through
+  // the rest of this pipeline, so the budget holds the exact peak_bytes.
+  if (options.recompute && options.memoryBudget > 0)
+    pm.addPass(graph::createGraphRecomputePass(
+        options.memoryBudget, [options](mlir::ModuleOp module) {
+          return measurePeakBytes(module, options);
+        }));
   // One kernel per graph op for now; graph-fuse will run before this.
   pm.addPass(createConvertGraphToKernel());
   // Identical views of one buffer fold together before buffers are placed.

@@ -92,8 +92,9 @@ static cl::opt<bool> noFuse(
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> noRecompute(
     "no-recompute",
-    cl::desc("Compile without recomputation (a no-op: no recomputation pass "
-             "yet)"),
+    cl::desc("Compile without recomputation: under --memory-budget, no "
+             "forward activation is recomputed in the backward, so a step "
+             "over the budget is an error"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 
 static cl::opt<std::string> memoryBudget(
@@ -186,6 +187,15 @@ static int writeMemoryTimeline(mlir::ModuleOp module, int64_t budget) {
 }
 
 int kiln::cli::runCompile() {
+  // Both compile the training step their own way and write no artifact.
+  if ((fitBatch || memoryTimeline.getNumOccurrences()) &&
+      (emitStage.getNumOccurrences() || compileTarget.getNumOccurrences())) {
+    WithColor::error(errs(), "kiln")
+        << (fitBatch ? "--fit-batch" : "--memory-timeline")
+        << " compiles the training step on its own: drop --emit and "
+           "--target\n";
+    return 1;
+  }
   std::optional<std::vector<kiln::frontend::DimOverride>> dims = parseDims();
   if (!dims)
     return 1;

@@ -267,21 +267,27 @@ int64_t RecomputeProblem::estimatePeak(const BitVector &dropped) const {
   Schedule schedule;
   schedule.bufferOf.assign(values.size(), -1);
   schedule.cloneBuffer.assign(values.size(), -1);
-  auto defineResults = [&](const Node &node, int64_t at) {
+  // A view's buffer is its operand's as this node reads it (a clone's, for
+  // a recomputed operand).
+  auto defineResults = [&](const Node &node, ArrayRef<int> operandBuffers,
+                           int64_t at) {
     for (unsigned result : node.results) {
       const ValueInfo &info = values[result];
       if (info.persistent)
         continue;
-      schedule.bufferOf[result] =
-          node.isView ? schedule.bufferOf[node.operands.front()]
-                      : schedule.define(info.bytes, at);
+      schedule.bufferOf[result] = node.isView
+                                      ? operandBuffers.front()
+                                      : schedule.define(info.bytes, at);
     }
   };
   // The forward, as it is.
   for (int i = 0; i <= boundary; ++i) {
-    for (unsigned operand : nodes[i].operands)
-      schedule.use(schedule.bufferOf[operand], i);
-    defineResults(nodes[i], i);
+    SmallVector<int, 4> operandBuffers;
+    for (unsigned operand : nodes[i].operands) {
+      operandBuffers.push_back(schedule.bufferOf[operand]);
+      schedule.use(operandBuffers.back(), i);
+    }
+    defineResults(nodes[i], operandBuffers, i);
   }
   schedule.position = boundary + 1;
 
@@ -312,7 +318,7 @@ int64_t RecomputeProblem::estimatePeak(const BitVector &dropped) const {
     int64_t at = schedule.position++;
     for (int buffer : operandBuffers)
       schedule.use(buffer, at);
-    defineResults(nodes[i], at);
+    defineResults(nodes[i], operandBuffers, at);
   }
   return persistentBytes + schedule.peak();
 }
@@ -349,44 +355,63 @@ BitVector RecomputeProblem::cheapCandidates() const {
 // The greedy heuristic
 //===----------------------------------------------------------------------===//
 
+int64_t RecomputeProblem::addFollowers(BitVector &dropped,
+                                       BitVector &marked) const {
+  int64_t flops = 0;
+  for (unsigned d = 0, e = candidates.size(); d < e; ++d) {
+    if (dropped.test(d) || !values[candidates[d]].chainRecomputable)
+      continue;
+    BitVector withD = dropped;
+    withD.set(d);
+    BitVector dMarked = marked;
+    int64_t extra = markChain(candidates[d], withD, dMarked);
+    if (extra <= kCheapFlopsPerElement *
+                     numElements(values[candidates[d]].value.getType())) {
+      dropped.set(d);
+      flops += markChain(candidates[d], dropped, marked);
+    }
+  }
+  return flops;
+}
+
 SmallVector<RecomputePlan>
-RecomputeProblem::greedyTrajectory(int64_t target) const {
+RecomputeProblem::greedyTrajectory(int64_t target, bool byPeak) const {
+  return greedyFrom(cheapCandidates(), BitVector(candidates.size()), target,
+                    byPeak);
+}
+
+SmallVector<RecomputePlan>
+RecomputeProblem::greedyFrom(BitVector dropped, const BitVector &forbidden,
+                             int64_t target, bool byPeak) const {
   SmallVector<RecomputePlan> trajectory;
-  BitVector dropped = cheapCandidates();
   trajectory.push_back(evaluate(dropped));
   unsigned count = candidates.size();
   while (trajectory.back().estimatedPeakBytes > target) {
     BitVector marked = recomputedNodes(dropped);
     int64_t bytes = boundaryBytes(dropped);
-    // The candidate that frees the most saved bytes per recomputed FLOP,
-    // with the candidates its recomputation makes cheap (the other heads of
-    // one projection, the views of one buffer).
+    int64_t peak = trajectory.back().estimatedPeakBytes;
+    // The candidate that frees the most bytes per recomputed FLOP, with the
+    // candidates its recomputation makes cheap (the other heads of one
+    // projection, the views of one buffer).
     double bestScore = -1.0;
     BitVector best;
     for (unsigned c = 0; c < count; ++c) {
-      if (dropped.test(c) || !values[candidates[c]].chainRecomputable)
+      if (dropped.test(c) || forbidden.test(c) ||
+          !values[candidates[c]].chainRecomputable)
         continue;
       BitVector group = dropped;
       group.set(c);
       BitVector groupMarked = marked;
       int64_t flops = markChain(candidates[c], group, groupMarked);
-      for (unsigned d = 0; d < count; ++d) {
-        if (group.test(d) || !values[candidates[d]].chainRecomputable)
-          continue;
-        BitVector withD = group;
-        withD.set(d);
-        BitVector dMarked = groupMarked;
-        int64_t extra = markChain(candidates[d], withD, dMarked);
-        if (extra <= kCheapFlopsPerElement *
-                         numElements(values[candidates[d]].value.getType())) {
-          group.set(d);
-          flops += markChain(candidates[d], group, groupMarked);
-        }
-      }
-      int64_t freed = bytes - boundaryBytes(group);
+      flops += addFollowers(group, groupMarked);
+      int64_t freed = byPeak ? peak - estimatePeak(group)
+                             : bytes - boundaryBytes(group);
       if (freed <= 0)
         continue;
-      double score = double(freed) / double(std::max<int64_t>(flops, 1));
+      // Freeing more than the target asks for is worth nothing more: near
+      // the end, the cheapest drop that suffices wins.
+      int64_t useful = std::min(freed, std::max<int64_t>(peak - target, 1));
+      double score = double(useful) / double(std::max<int64_t>(flops, 1));
       if (score > bestScore) {
         bestScore = score;
         best = group;
@@ -400,38 +425,95 @@ RecomputeProblem::greedyTrajectory(int64_t target) const {
   return trajectory;
 }
 
+RecomputePlan RecomputeProblem::refine(RecomputePlan plan,
+                                       int64_t target) const {
+  BitVector cheap = cheapCandidates();
+  auto keepAgain = [&](RecomputePlan &plan) {
+    for (int c = candidates.size() - 1; c >= 0; --c) {
+      if (!plan.dropped.test(c) || cheap.test(c))
+        continue;
+      BitVector kept = plan.dropped;
+      kept.reset(c);
+      RecomputePlan trial = evaluate(kept);
+      if (trial.estimatedPeakBytes <= target &&
+          trial.recomputeFlops <= plan.recomputeFlops)
+        plan = std::move(trial);
+    }
+  };
+  keepAgain(plan);
+  // Swaps: keep a recomputed candidate again, with the others that share
+  // its costly recomputation (the heads of one projection), and recompute
+  // another candidate, with the ones it makes cheap, instead.
+  auto chainOf = [&](unsigned c, const BitVector &dropped) {
+    BitVector marked(nodes.size());
+    markChain(candidates[c], dropped, marked);
+    for (unsigned node : marked.set_bits())
+      if (nodes[node].flops == 0)
+        marked.reset(node);
+    return marked;
+  };
+  for (int round = 0; round < 8; ++round) {
+    bool improved = false;
+    for (unsigned c = 0, e = candidates.size(); c < e && !improved; ++c) {
+      if (!plan.dropped.test(c) || cheap.test(c))
+        continue;
+      BitVector chain = chainOf(c, plan.dropped);
+      BitVector group(e);
+      for (unsigned d = 0; d < e; ++d) {
+        if (cheap.test(d) || !values[candidates[d]].chainRecomputable)
+          continue;
+        BitVector withD = plan.dropped;
+        withD.set(d);
+        if (chainOf(d, withD).anyCommon(chain))
+          group.set(d);
+      }
+      group.set(c);
+      BitVector kept = plan.dropped;
+      kept.reset(group);
+      for (bool byPeak : {false, true}) {
+        SmallVector<RecomputePlan> trajectory =
+            greedyFrom(kept, group, target, byPeak);
+        if (trajectory.back().estimatedPeakBytes > target ||
+            trajectory.back().recomputeFlops >= plan.recomputeFlops)
+          continue;
+        plan = trajectory.back();
+        keepAgain(plan);
+        improved = true;
+        break;
+      }
+    }
+    if (!improved)
+      break;
+  }
+  return plan;
+}
+
 std::optional<RecomputePlan>
 RecomputeProblem::solveGreedy(int64_t target) const {
   RecomputePlan none = keepAll();
   if (none.estimatedPeakBytes <= target)
     return none;
-  SmallVector<RecomputePlan> trajectory = greedyTrajectory(target);
-  if (trajectory.back().estimatedPeakBytes > target)
-    return std::nullopt;
-  // Keep again, latest first, what the budget still allows.
-  RecomputePlan plan = trajectory.back();
-  BitVector cheap = cheapCandidates();
-  for (int c = candidates.size() - 1; c >= 0; --c) {
-    if (!plan.dropped.test(c) || cheap.test(c))
+  std::optional<RecomputePlan> best;
+  for (bool byPeak : {false, true}) {
+    SmallVector<RecomputePlan> trajectory = greedyTrajectory(target, byPeak);
+    if (trajectory.back().estimatedPeakBytes > target)
       continue;
-    BitVector kept = plan.dropped;
-    kept.reset(c);
-    RecomputePlan trial = evaluate(kept);
-    if (trial.estimatedPeakBytes <= target &&
-        trial.recomputeFlops <= plan.recomputeFlops)
-      plan = std::move(trial);
+    RecomputePlan plan = refine(trajectory.back(), target);
+    if (!best || plan.recomputeFlops < best->recomputeFlops)
+      best = std::move(plan);
   }
-  return plan;
+  return best;
 }
 
 RecomputePlan RecomputeProblem::leastMemory() const {
   RecomputePlan best = keepAll();
-  for (RecomputePlan &plan :
-       greedyTrajectory(std::numeric_limits<int64_t>::min()))
-    if (plan.estimatedPeakBytes < best.estimatedPeakBytes ||
-        (plan.estimatedPeakBytes == best.estimatedPeakBytes &&
-         plan.recomputeFlops < best.recomputeFlops))
-      best = std::move(plan);
+  for (bool byPeak : {false, true})
+    for (RecomputePlan &plan : greedyTrajectory(
+             /*target=*/0, byPeak))
+      if (plan.estimatedPeakBytes < best.estimatedPeakBytes ||
+          (plan.estimatedPeakBytes == best.estimatedPeakBytes &&
+           plan.recomputeFlops < best.recomputeFlops))
+        best = std::move(plan);
   return best;
 }
 

@@ -136,9 +136,23 @@ private:
   /// Bytes of buffers live across the boundary, persistent bytes excluded.
   int64_t boundaryBytes(const llvm::BitVector &dropped) const;
   int64_t estimatePeak(const llvm::BitVector &dropped) const;
-  /// The greedy's drop order down to `target` (0: as far as it goes);
-  /// returns the plans after each step.
-  llvm::SmallVector<RecomputePlan> greedyTrajectory(int64_t target) const;
+  /// The greedy's drop order down to `target`; returns the plans after
+  /// each step. Scores freed bytes per FLOP: bytes saved across the boundary,
+  /// or (`byPeak`) the drop of the estimated peak.
+  llvm::SmallVector<RecomputePlan> greedyTrajectory(int64_t target,
+                                                    bool byPeak) const;
+  /// The greedy from `dropped`, never recomputing `forbidden`.
+  llvm::SmallVector<RecomputePlan> greedyFrom(llvm::BitVector dropped,
+                                              const llvm::BitVector &forbidden,
+                                              int64_t target,
+                                              bool byPeak) const;
+  /// Adds to `dropped` the candidates whose recomputation it makes cheap;
+  /// returns the FLOPs that adds to `marked`.
+  int64_t addFollowers(llvm::BitVector &dropped,
+                       llvm::BitVector &marked) const;
+  /// Improves a feasible plan: keeps again what the target allows, then
+  /// swaps a recomputed candidate for cheaper ones while that helps.
+  RecomputePlan refine(RecomputePlan plan, int64_t target) const;
 
   mlir::func::FuncOp entry;
   std::vector<Node> nodes;
