@@ -16,6 +16,7 @@
 
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/ByteSize.h"
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Pipelines/CompileStats.h"
 #include "kiln/Pipelines/KernelPipeline.h"
@@ -219,6 +220,20 @@ int kiln::cli::runCompile() {
     options.dims = *dims;
     options.pipeline = pipelineOptions(0);
     return runFitBatch(options);
+  }
+  // A model without a train block is not trained unless asked (--train,
+  // --stats): its timeline is the inference step's (@predict).
+  bool trained =
+      printStats || compileTrain ||
+      (*model->module)->hasAttr(kiln::graph::GraphDialect::kTrainAttr);
+  if (memoryTimeline.getNumOccurrences() && !trained) {
+    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                             model->context.get());
+    mlir::PassManager pm(model->context.get());
+    kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
+    if (mlir::failed(pm.run(*model->module)))
+      return 1;
+    return writeMemoryTimeline(*model->module, *budget);
   }
   if (printStats || memoryTimeline.getNumOccurrences()) {
     // Errors of the later passes point into the model file too.
