@@ -107,8 +107,9 @@ static cl::opt<std::string> memoryBudget(
     cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> memoryTimeline(
     "memory-timeline",
-    cl::desc("Compile the training step and draw its live bytes per op, by "
-             "kind, as an SVG"),
+    cl::desc("Draw the step's live bytes per op, by kind, with the budget, "
+             "as an SVG (the training step; @predict for a model without a "
+             "train block)"),
     cl::value_desc("FILE.svg"), cl::sub(kiln::cli::compileCommand),
     cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> fitBatch(
