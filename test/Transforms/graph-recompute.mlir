@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -graph-train-step -graph-recompute=budget=1500000 | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -graph-train-step -graph-recompute="budget=1500000 solver=greedy" | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -graph-train-step -graph-recompute="budget=1500000 solver=exact" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -graph-train-step=accumulate=2 -graph-recompute=budget=1700000 | FileCheck %s --check-prefix=ACC
 // RUN: kiln-opt %s -split-input-file -graph-train-step -graph-recompute=budget=1751232 | FileCheck %s --check-prefix=FITS
 // RUN: kiln-opt %s -split-input-file -graph-train-step | FileCheck %s --check-prefix=FITS
 
@@ -47,6 +48,16 @@ module attributes {graph.train = {optimizer = {name = "sgd", lr = 0.1 : f64}, st
 // CHECK-NOT: graph.recomputed
 // CHECK-NOT: %[[H1]]{{[^0-9]}}
 // CHECK: return
+
+// With accumulation the entry is @accumulate_step (its accumulators make the
+// peak 1892416 bytes).
+// ACC: graph.recompute_flops = 2162688 : i64
+// ACC-LABEL: func.func @accumulate_step
+// ACC: graph.cross_entropy
+// ACC: %[[PRE:.*]] = graph.matmul %{{.*}}, %{{.*}} {graph.recomputed}
+// ACC-NEXT: graph.tanh %[[PRE]] {graph.recomputed}
+// ACC-LABEL: func.func @apply_step
+// ACC-NOT: graph.recomputed
 
 // FITS-NOT: graph.recompute_flops
 // FITS-NOT: graph.recomputed

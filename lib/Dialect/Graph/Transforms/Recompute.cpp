@@ -24,6 +24,9 @@ using namespace kiln::graph;
 
 /// The arena's alignment (kernel::BufferLiveness rounds sizes up to it).
 static constexpr int64_t kAlignment = 64;
+/// The most candidates (beyond the cheap ones) whose plans the greedy
+/// refines by restarts.
+static constexpr unsigned kMaxRefinedCandidates = 96;
 
 static int64_t alignedBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -452,6 +455,10 @@ RecomputePlan RecomputeProblem::refine(RecomputePlan plan,
         marked.reset(node);
     return marked;
   };
+  // Each restart is a greedy run: on large graphs (the greedy's own choice
+  // repeats per layer there) keep the search fast instead.
+  if (candidates.size() - cheap.count() > kMaxRefinedCandidates)
+    return plan;
   for (int round = 0; round < 8; ++round) {
     bool improved = false;
     for (unsigned c = 0, e = candidates.size(); c < e && !improved; ++c) {
