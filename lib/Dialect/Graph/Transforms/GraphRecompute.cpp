@@ -42,6 +42,10 @@ private:
   FailureOr<int64_t> measurePlan(StringRef entryName,
                                  const RecomputePlan &plan);
   void record(func::FuncOp entry, const RecomputePlan &plan);
+  /// A plan that fits with bytes to spare may recompute less: tries a
+  /// looser target by the slack a few times, keeping what still fits.
+  RecomputePlan loosen(const RecomputeProblem &problem, StringRef entryName,
+                       RecomputePlan plan, int64_t exact, int64_t target);
 
   PeakBytesMeasure measure;
 };
@@ -76,6 +80,24 @@ FailureOr<int64_t> GraphRecomputePass::measurePlan(StringRef entryName,
     return failure();
   problem->apply(plan);
   return measure(*clone);
+}
+
+RecomputePlan GraphRecomputePass::loosen(const RecomputeProblem &problem,
+                                         StringRef entryName,
+                                         RecomputePlan plan, int64_t exact,
+                                         int64_t target) {
+  for (int attempt = 0; attempt < 3 && exact < budget; ++attempt) {
+    target += budget - exact;
+    std::optional<RecomputePlan> looser = solve(problem, target);
+    if (!looser || looser->recomputeFlops >= plan.recomputeFlops)
+      break;
+    FailureOr<int64_t> measured = measurePlan(entryName, *looser);
+    if (failed(measured) || *measured > budget)
+      break;
+    plan = std::move(*looser);
+    exact = *measured;
+  }
+  return plan;
 }
 
 void GraphRecomputePass::record(func::FuncOp entry,
@@ -128,7 +150,7 @@ void GraphRecomputePass::runOnOperation() {
     if (failed(exact))
       return signalPassFailure();
     if (*exact <= budget)
-      return record(entry, *plan);
+      return record(entry, loosen(*problem, name, *plan, *exact, target));
     target -= *exact - budget;
   }
 
