@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -32,37 +33,68 @@ static bool isLaneWise(Operation *op) {
   return true;
 }
 
+namespace {
+/// How an access indexes along the vectorized (innermost) loop.
+enum class LaneAccess {
+  /// Its last index is the innermost induction variable: lanes read or
+  /// write consecutive elements.
+  Contiguous,
+  /// No index is the innermost variable: every lane reads one element.
+  Invariant,
+};
+} // namespace
+
+/// How a load or store with `indices` into `type` indexes along `lane`
+/// (the innermost induction variable of `loop`), or nothing when it cannot
+/// be vectorized: an index computed inside the loop, or `lane` elsewhere
+/// than last.
+static std::optional<LaneAccess> classifyAccess(scf::ParallelOp loop,
+                                                Value lane, MemRefType type,
+                                                ValueRange indices) {
+  if (!type.getLayout().isIdentity() || !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  for (Value index : indices)
+    if (index.getParentRegion() == &loop.getRegion() &&
+        !llvm::is_contained(loop.getInductionVars(), index))
+      return std::nullopt;
+  if (indices.empty())
+    return LaneAccess::Invariant;
+  for (Value index : indices.drop_back())
+    if (index == lane)
+      return std::nullopt;
+  if (indices.back() == lane)
+    return LaneAccess::Contiguous;
+  return LaneAccess::Invariant;
+}
+
 /// The number of lanes for `loop`'s body, or 0 when the loop is not an
-/// elementwise loop over its index.
+/// elementwise loop along its innermost variable.
 static int64_t getLaneCount(scf::ParallelOp loop) {
-  if (loop.getNumLoops() != 1 || !loop.getInitVals().empty())
+  if (!loop.getInitVals().empty())
     return 0;
-  Value index = loop.getInductionVars()[0];
+  Value lane = loop.getInductionVars().back();
   unsigned widest = 0;
   bool stores = false;
-  auto accessesAtIndex = [&](MemRefType type, ValueRange indices) {
-    if (type.getRank() != 1 || !type.getLayout().isIdentity() ||
-        indices.size() != 1 || indices[0] != index)
-      return false;
-    widest = std::max(widest, type.getElementTypeBitWidth());
-    return type.getElementType().isIntOrFloat();
-  };
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      if (!accessesAtIndex(load.getMemRefType(), load.getIndices()))
+      if (!classifyAccess(loop, lane, load.getMemRefType(), load.getIndices()))
         return 0;
+      widest = std::max(widest, load.getMemRefType().getElementTypeBitWidth());
       continue;
     }
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      if (!accessesAtIndex(store.getMemRefType(), store.getIndices()))
+      if (classifyAccess(loop, lane, store.getMemRefType(),
+                         store.getIndices()) != LaneAccess::Contiguous)
         return 0;
+      widest =
+          std::max(widest, store.getMemRefType().getElementTypeBitWidth());
       stores = true;
       continue;
     }
     if (!isLaneWise(&op))
       return 0;
     for (Value operand : op.getOperands())
-      if (operand == index)
+      if (llvm::is_contained(loop.getInductionVars(), operand))
         return 0;
   }
   if (!stores || widest == 0)
@@ -78,12 +110,15 @@ static Value splatConstant(OpBuilder &b, arith::ConstantOp constant,
   return arith::ConstantOp::create(b, constant.getLoc(), type, value);
 }
 
-/// Emits one vector iteration of `loop`'s body at `index` into `b`.
-static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop, Value index,
-                           int64_t lanes) {
+/// Emits one vector iteration of `loop`'s body into `b`; `indices` maps
+/// the loop's induction variables (the innermost to the first lane's
+/// index).
+static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop,
+                           const IRMapping &indices, int64_t lanes) {
+  Value lane = loop.getInductionVars().back();
   IRMapping vectors;
   // A value defined outside the loop (a constant hoisted by the lowering)
-  // is broadcast to the lanes.
+  // or loaded once for all lanes is broadcast to them.
   auto vectorOf = [&](Value scalar, Location loc) -> Value {
     if (Value vector = vectors.lookupOrNull(scalar))
       return vector;
@@ -92,18 +127,31 @@ static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop, Value index,
     vectors.map(scalar, vector);
     return vector;
   };
+  auto mapIndices = [&](ValueRange original) {
+    SmallVector<Value> mapped;
+    for (Value index : original)
+      mapped.push_back(indices.lookupOrDefault(index));
+    return mapped;
+  };
   for (Operation &op : loop.getBody()->without_terminator()) {
     Location loc = op.getLoc();
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      SmallVector<Value> at = mapIndices(load.getIndices());
+      if (classifyAccess(loop, lane, load.getMemRefType(),
+                         load.getIndices()) == LaneAccess::Invariant) {
+        Value scalar = memref::LoadOp::create(b, loc, load.getMemRef(), at);
+        vectors.map(load.getResult(), vectorOf(scalar, loc));
+        continue;
+      }
       auto type = VectorType::get({lanes}, load.getType());
-      vectors.map(load.getResult(),
-                  vector::LoadOp::create(b, loc, type, load.getMemRef(),
-                                         ValueRange{index}));
+      vectors.map(load.getResult(), vector::LoadOp::create(
+                                        b, loc, type, load.getMemRef(), at));
       continue;
     }
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
       vector::StoreOp::create(b, loc, vectorOf(store.getValue(), loc),
-                              store.getMemRef(), ValueRange{index});
+                              store.getMemRef(),
+                              mapIndices(store.getIndices()));
       continue;
     }
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
@@ -118,31 +166,75 @@ static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop, Value index,
   }
 }
 
-/// loop over [lo, hi) → vector loop over [lo, lo + (hi - lo) / L * L) in
-/// steps of L, then the original loop over the rest.
+/// Emits the scalar body of `loop` into `b` with its variables mapped by
+/// `indices`.
+static void emitScalarBody(OpBuilder &b, scf::ParallelOp loop,
+                           IRMapping &indices) {
+  for (Operation &op : loop.getBody()->without_terminator())
+    b.clone(op, indices);
+}
+
+/// The innermost dim [lo, hi) of `loop` becomes a vector loop over
+/// [lo, lo + (hi - lo) / L * L) in steps of L, then a scalar loop over the
+/// rest; the outer dims stay one parallel loop around them.
 static void vectorize(scf::ParallelOp loop, int64_t lanes) {
   OpBuilder b(loop);
   Location loc = loop.getLoc();
-  Value lower = loop.getLowerBound()[0], upper = loop.getUpperBound()[0];
-  Value laneCount = arith::ConstantIndexOp::create(b, loc, lanes);
-  Value length = arith::SubIOp::create(b, loc, upper, lower);
-  Value whole = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, length, laneCount), laneCount);
-  Value vectorEnd = arith::AddIOp::create(b, loc, lower, whole);
-  scf::ForOp::create(b, loc, lower, vectorEnd, laneCount, ValueRange{},
-                     [&](OpBuilder &nested, Location, Value index,
-                         ValueRange) {
-                       emitVectorBody(nested, loop, index, lanes);
-                       scf::YieldOp::create(nested, loc);
-                     });
-  loop.getLowerBoundMutable()[0].set(vectorEnd);
+  unsigned outerDims = loop.getNumLoops() - 1;
+  Value lower = loop.getLowerBound().back(), upper = loop.getUpperBound().back();
+
+  auto emitInnermost = [&](OpBuilder &b, IRMapping indices) {
+    Value laneCount = arith::ConstantIndexOp::create(b, loc, lanes);
+    Value length = arith::SubIOp::create(b, loc, upper, lower);
+    Value whole = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, length, laneCount), laneCount);
+    Value vectorEnd = arith::AddIOp::create(b, loc, lower, whole);
+    Value lane = loop.getInductionVars().back();
+    scf::ForOp::create(b, loc, lower, vectorEnd, laneCount, ValueRange{},
+                       [&](OpBuilder &nested, Location, Value index,
+                           ValueRange) {
+                         IRMapping inner = indices;
+                         inner.map(lane, index);
+                         emitVectorBody(nested, loop, inner, lanes);
+                         scf::YieldOp::create(nested, loc);
+                       });
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    scf::ForOp::create(b, loc, vectorEnd, upper, one, ValueRange{},
+                       [&](OpBuilder &nested, Location, Value index,
+                           ValueRange) {
+                         IRMapping inner = indices;
+                         inner.map(lane, index);
+                         emitScalarBody(nested, loop, inner);
+                         scf::YieldOp::create(nested, loc);
+                       });
+  };
+
+  if (outerDims == 0) {
+    emitInnermost(b, IRMapping());
+  } else {
+    scf::ParallelOp::create(
+        b, loc, loop.getLowerBound().drop_back(),
+        loop.getUpperBound().drop_back(), loop.getStep().drop_back(),
+        [&](OpBuilder &nested, Location, ValueRange outer) {
+          IRMapping indices;
+          for (auto [original, index] :
+               llvm::zip(ValueRange(loop.getInductionVars()).drop_back(),
+                         outer))
+            indices.map(original, index);
+          emitInnermost(nested, indices);
+        });
+  }
+  loop.erase();
 }
 
 void kiln::vectorizeElementwiseLoops(func::FuncOp body) {
   SmallVector<std::pair<scf::ParallelOp, int64_t>> loops;
-  for (auto loop : body.getBody().front().getOps<scf::ParallelOp>())
+  for (auto loop : body.getBody().front().getOps<scf::ParallelOp>()) {
+    if (!isConstantIntValue(loop.getStep().back(), 1))
+      continue;
     if (int64_t lanes = getLaneCount(loop))
       loops.push_back({loop, lanes});
+  }
   for (auto [loop, lanes] : loops)
     vectorize(loop, lanes);
 }

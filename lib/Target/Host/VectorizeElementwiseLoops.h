@@ -10,10 +10,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace kiln {
-/// Rewrites each top-level one-dimensional scf.parallel of `body` that only
-/// loads and stores its buffers at the loop index (an elementwise kernel,
-/// after linalg became loops and the chunk restriction) into a loop over
-/// whole vectors followed by the scalar remainder. Every lane computes what
+/// Rewrites each top-level scf.parallel of `body` whose innermost dim is
+/// elementwise (after linalg became loops and the chunk restriction) into a
+/// loop over whole vectors along that dim followed by the scalar remainder:
+/// every store and every load indexed by the innermost variable has it as
+/// its last index (contiguous lanes); other loads are the same for all
+/// lanes (a broadcast bias) and are loaded once. Every lane computes what
 /// the scalar iteration computed, op for op, so results are unchanged.
 ///
 /// Why not leave it to LLVM's loop vectorizer: it cannot prove that the

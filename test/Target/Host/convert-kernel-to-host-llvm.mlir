@@ -118,17 +118,18 @@ kernel.func @k2(%x: memref<40xf32>, %y: memref<40xf32>, %z: memref<40xf32>) attr
 
 // -----
 
-// A loop that reads other than at its index (here a broadcast of a row)
-// stays scalar for LLVM's loop vectorizer.
+// A loop whose innermost index is not the last index of every access (a
+// transpose) stays scalar for LLVM's loop vectorizer; a read that no lane
+// index touches (a broadcast row) would not stop it.
 
 // CHECK-LABEL: llvm.func internal @kiln_k3_body
 // CHECK-NOT: vector<
 // CHECK-LABEL: llvm.func @kiln_k3
-#row = affine_map<(d0, d1) -> (d1)>
+#swap = affine_map<(d0, d1) -> (d1, d0)>
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
-kernel.func @k3(%x: memref<4xf32>, %y: memref<8x4xf32>) attributes {grain = 2 : i64, range = 8 : i64} {
-  linalg.generic {indexing_maps = [#row, #id2], iterator_types = ["parallel", "parallel"]}
-      ins(%x : memref<4xf32>) outs(%y : memref<8x4xf32>) {
+kernel.func @k3(%x: memref<4x8xf32>, %y: memref<8x4xf32>) attributes {grain = 2 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#swap, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x8xf32>) outs(%y : memref<8x4xf32>) {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   }
@@ -181,5 +182,32 @@ kernel.func @k5(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 10 : i64
     memref.store %one, %x[%i] : memref<8xf32>
     scf.reduce
   } {kernel.segment_offset = 4 : i64}
+  kernel.return
+}
+
+// -----
+
+// A bias broadcast over rows: the innermost dim is vectorized, the bias
+// and the input read contiguously along it, and a per-row scale (no lane
+// index) loaded once and broadcast to the lanes.
+
+// CHECK-LABEL: llvm.func internal @kiln_k6_body
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK: llvm.insertelement
+// CHECK: llvm.shufflevector
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+#bias = affine_map<(d0, d1) -> (d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+#ident = affine_map<(d0, d1) -> (d0, d1)>
+kernel.func @k6(%x: memref<8x40xf32>, %b: memref<40xf32>, %s: memref<8xf32>, %y: memref<8x40xf32>) attributes {grain = 2 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#ident, #bias, #rows, #ident], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b, %s : memref<8x40xf32>, memref<40xf32>, memref<8xf32>) outs(%y : memref<8x40xf32>) {
+  ^bb0(%in: f32, %bias_in: f32, %scale: f32, %out: f32):
+    %a = arith.addf %in, %bias_in : f32
+    %m = arith.mulf %a, %scale : f32
+    linalg.yield %m : f32
+  }
   kernel.return
 }
