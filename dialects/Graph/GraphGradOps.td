@@ -42,7 +42,9 @@ def Graph_PadOp : Graph_Op<"pad", [Pure,
 
 class Graph_ActivationGradOp<string mnemonic, string doc>
     : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType,
-          DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+          DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+          DeclareOpInterfaceMethods<Graph_FusibleOpInterface,
+                                    ["getFlopsPerElement"]>]> {
   let summary = doc;
   let arguments = (ins Graph_FloatTensor:$result_grad, Graph_FloatTensor:$input);
   let results = (outs Graph_FloatTensor:$input_grad);

@@ -57,4 +57,40 @@ def Graph_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def Graph_FusibleOpInterface : OpInterface<"FusibleOpInterface"> {
+  let cppNamespace = "::kiln::graph";
+  let description = [{
+    An op whose every result element is a function of one element of each
+    operand, read at an affine index map of the result's index: elementwise
+    math (identity maps) and data movement (broadcast, transpose, reshape,
+    slice, split: maps only). `--graph-fuse` groups such ops into
+    `graph.fusion` regions, and the lowering computes a whole region per
+    element of its outputs by composing the maps and the scalar formulas,
+    so that intermediate values never reach memory.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The map from the index space of result `result` to the index space
+        of operand `operand`: element `i` of the result reads element
+        `map(i)` of the operand.
+      }],
+      "::mlir::AffineMap", "getOperandIndexMap",
+      (ins "unsigned":$result, "unsigned":$operand)>,
+    InterfaceMethod<[{
+        Builds, with scalar arith/math ops, the element of result `result`
+        from the operand elements `operands` (one per operand, each read at
+        its index map). The formula is the reference interpreter's, operation
+        for operation.
+      }],
+      "::mlir::Value", "buildScalar",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "unsigned":$result, "::mlir::ValueRange":$operands)>,
+    InterfaceMethod<[{
+        Floating-point operations per result element: what recomputing one
+        element costs when a fusion reads it more than once.
+      }],
+      "int64_t", "getFlopsPerElement", (ins), [{}], [{ return 0; }]>,
+  ];
+}
+
 #endif // KILN_GRAPH_INTERFACES_TD

@@ -22,6 +22,7 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 def Graph_ConstantOp : Graph_Op<"constant", [Pure, ConstantLike,
     AllTypesMatch<["value", "result"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "A tensor constant.";
   let description = [{
@@ -43,6 +44,8 @@ def Graph_ConstantOp : Graph_Op<"constant", [Pure, ConstantLike,
 class Graph_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
           DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+          DeclareOpInterfaceMethods<Graph_FusibleOpInterface,
+                                    ["getFlopsPerElement"]>,
           DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>])> {
   let summary = doc;
   let description = "```mlir\n%y = graph." # mnemonic #
@@ -65,6 +68,8 @@ def Graph_GeluOp : Graph_UnaryOp<"gelu",
 class Graph_BinaryOp<string mnemonic, string doc, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
           DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+          DeclareOpInterfaceMethods<Graph_FusibleOpInterface,
+                                    ["getFlopsPerElement"]>,
           DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>])> {
   let summary = doc;
   let description = "Operands have one type; the front end inserts "
@@ -113,6 +118,7 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure,
 
 def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "NumPy broadcasting to a larger shape.";
   let description = [{
@@ -151,6 +157,7 @@ def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
 
 def Graph_ReshapeOp : Graph_Op<"reshape", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Reinterprets a tensor with a new shape of equal size.";
   let description = [{
@@ -167,6 +174,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape", [Pure,
 
 def Graph_TransposeOp : Graph_Op<"transpose", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Permutes the dims: result dim i is input dim perm[i].";
   let description = [{
@@ -183,6 +191,7 @@ def Graph_TransposeOp : Graph_Op<"transpose", [Pure,
 
 def Graph_SliceOp : Graph_Op<"slice", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "A contiguous box of a tensor, at `offsets`, of the result's shape.";
   let description = [{
@@ -215,6 +224,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [Pure,
 
 def Graph_SplitOp : Graph_Op<"split", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Cuts a tensor along one axis into pieces of the results' sizes.";
   let description = [{
@@ -375,6 +385,7 @@ def Graph_DropoutOp : Graph_Op<"dropout", [Pure,
 
 def Graph_CastOp : Graph_Op<"cast", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Converts the element type; the shape is unchanged.";
   let description = [{
@@ -393,5 +404,6 @@ def Graph_CastOp : Graph_Op<"cast", [Pure,
 
 include "GraphGradOps.td"
 include "GraphOptimizerOps.td"
+include "GraphFusionOps.td"
 
 #endif // KILN_GRAPH_OPS_TD

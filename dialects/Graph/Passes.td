@@ -87,4 +87,45 @@ def GraphRecompute : Pass<"graph-recompute", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
+  let summary = "Groups elementwise and data-movement ops into graph.fusion "
+                "regions, one kernel each.";
+  let description = [{
+    In every function, from the last op up, each fusible op that is not yet
+    grouped roots a group over its shape and pulls in its fusible producers
+    (FusibleOpInterface), nearest first, when the cost model agrees:
+    - a producer used only inside the group joins it; an expensive one
+      (`getFlopsPerElement() >= 4`) only when the group reads it once per
+      element (not through a broadcast, not at two index maps), so that it
+      is never recomputed;
+    - a producer of the group's shape also used after the group, read at
+      the identity, joins it and is yielded too (a multi-output fusion);
+    - a cheap producer used elsewhere as well is duplicated into the group
+      when the bytes the group then reads from its operands are at most 5/4
+      of the bytes of the value it replaces: data movement (split,
+      transpose, reshape, broadcast chains), and arithmetic whose other
+      users are all such data movement (a bias add before the q/k/v split),
+      so that the original dies and nothing is computed twice beyond a
+      cheap op per element.
+    A group becomes a `graph.fusion` at its root when at least two of its ops
+    would otherwise be kernels of their own (reshapes are views, splat
+    constants are free). Ops left without uses are erased.
+    ```mlir
+    // Before
+    %b = graph.broadcast %bias : tensor<64xf32> -> tensor<32x64xf32>
+    %s = graph.add %x, %b : tensor<32x64xf32>
+    %g = graph.gelu %s : tensor<32x64xf32>
+    // After
+    %g = graph.fusion -> (tensor<32x64xf32>) {
+      %b = graph.broadcast %bias : tensor<64xf32> -> tensor<32x64xf32>
+      %s = graph.add %x, %b : tensor<32x64xf32>
+      %g = graph.gelu %s : tensor<32x64xf32>
+      graph.yield %g : tensor<32x64xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // KILN_GRAPH_PASSES_TD

@@ -226,6 +226,16 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             graph::AdamWUpdateOp>([&](auto) {
         return bindResults(op, evaluateOptimizerOp(op, operandTensors(op)));
       })
+      .Case([&](graph::FusionOp fusion) -> llvm::Error {
+        // The region's ops one by one: fusion changes kernels, not values.
+        for (Operation &inner : fusion.getBody().front().without_terminator())
+          if (llvm::Error err = evaluate(&inner))
+            return err;
+        for (auto [result, value] : llvm::zip_equal(
+                 fusion.getResults(), fusion.getYield().getValues()))
+          bind(result, lookup(value));
+        return llvm::Error::success();
+      })
       .Default([&](Operation *) {
         return makeOpError(op, "is not supported by the interpreter");
       });

@@ -6,6 +6,7 @@
 
 #include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Graph/Transforms/Passes.h"
 #include "kiln/Dialect/Graph/Transforms/Recompute.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Kernel/Transforms/ResidentBytes.h"
@@ -36,7 +37,9 @@ void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
         options.memoryBudget, [options](mlir::ModuleOp module) {
           return measurePeakBytes(module, options);
         }));
-  // One kernel per graph op for now; graph-fuse will run before this.
+  // Elementwise and data-movement chains become one kernel each.
+  if (options.fuse)
+    pm.addPass(graph::createGraphFuse());
   pm.addPass(createConvertGraphToKernel());
   // Identical views of one buffer fold together before buffers are placed.
   pm.addPass(mlir::createCSEPass());

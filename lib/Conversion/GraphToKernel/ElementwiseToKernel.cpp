@@ -1,10 +1,10 @@
 //===- ElementwiseToKernel.cpp - Elementwise graph ops to kernels ----------===//
 //
-// Part of Kiln. Unary and binary math, casts and constants. An elementwise
-// kernel sees its buffers flattened to one dim, so its range is the element
-// count and any chunking splits the work evenly. Scalar formulas follow the
-// reference interpreter operation for operation, so results agree to the
-// rounding of the math library.
+// Part of Kiln. Unary and binary math, activation gradients, casts and
+// constants. An elementwise kernel sees its buffers flattened to one dim, so
+// its range is the element count and any chunking splits the work evenly.
+// Scalar formulas are the ops' (FusibleOpInterface, GraphFusible.cpp),
+// which follow the reference interpreter operation for operation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,124 +41,39 @@ void kiln::launchElementwise(Operation *op, KernelLowering &lowering,
   lowering.bind(op->getResult(0), result);
 }
 
-/// The scalar formula of a unary op, as the interpreter evaluates it.
-static Value buildUnary(Operation *op, OpBuilder &b, Location loc, Value x) {
-  Type type = x.getType();
-  auto c = [&](double value) { return kb::floatConst(b, loc, type, value); };
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case([&](graph::NegOp) { return arith::NegFOp::create(b, loc, x); })
-      .Case([&](graph::ExpOp) { return math::ExpOp::create(b, loc, x); })
-      .Case([&](graph::LogOp) { return math::LogOp::create(b, loc, x); })
-      .Case([&](graph::TanhOp) { return math::TanhOp::create(b, loc, x); })
-      .Case([&](graph::SqrtOp) { return math::SqrtOp::create(b, loc, x); })
-      .Case([&](graph::RsqrtOp) {
-        return arith::DivFOp::create(b, loc, c(1.0),
-                                     math::SqrtOp::create(b, loc, x));
-      })
-      .Case([&](graph::ReluOp) {
-        // NaN or positive: x; otherwise 0 (NaN propagates).
-        Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGT,
-                                           x, c(0.0));
-        return arith::SelectOp::create(b, loc, keep, x, c(0.0));
-      })
-      .Case([&](graph::GeluOp) {
-        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in this order.
-        Value cube = arith::MulFOp::create(
-            b, loc,
-            arith::MulFOp::create(b, loc,
-                                  arith::MulFOp::create(b, loc, c(0.044715), x),
-                                  x),
-            x);
-        Value inner = arith::MulFOp::create(
-            b, loc, c(0.7978845608028654), arith::AddFOp::create(b, loc, x, cube));
-        Value halfX = arith::MulFOp::create(b, loc, c(0.5), x);
-        return arith::MulFOp::create(
-            b, loc, halfX,
-            arith::AddFOp::create(b, loc, c(1.0),
-                                  math::TanhOp::create(b, loc, inner)));
-      })
-      .Default([](Operation *) { return Value(); });
-}
-
-static Value buildBinary(Operation *op, OpBuilder &b, Location loc, Value x,
-                         Value y) {
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case([&](graph::AddOp) { return arith::AddFOp::create(b, loc, x, y); })
-      .Case([&](graph::SubOp) { return arith::SubFOp::create(b, loc, x, y); })
-      .Case([&](graph::MulOp) { return arith::MulFOp::create(b, loc, x, y); })
-      .Case([&](graph::DivOp) { return arith::DivFOp::create(b, loc, x, y); })
-      .Case([&](graph::PowOp) { return math::PowFOp::create(b, loc, x, y); })
-      .Default([](Operation *) { return Value(); });
-}
-
 /// The grain weight of an element that costs a math function.
 static constexpr int64_t kTranscendentalWork = 4;
 
 namespace {
+/// Unary and binary math and the activation gradients: one kernel computing
+/// the op's scalar formula (FusibleOpInterface) per element.
 template <typename OpTy>
-struct UnaryToKernel : OpToKernelPattern<OpTy> {
+struct ElementwiseToKernel : OpToKernelPattern<OpTy> {
   bool readsAtResultIndex() const override { return true; }
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
-    // exp, log, tanh and gelu cost a math function per element.
-    bool transcendental =
-        isa<graph::ExpOp, graph::LogOp, graph::TanhOp, graph::GeluOp>(op);
+    auto fusible = cast<graph::FusibleOpInterface>(op.getOperation());
+    // A math function per element (exp, log, tanh, gelu and their kind).
+    bool transcendental = fusible.getFlopsPerElement() >= 4;
     launchElementwise(
         op, lowering,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          return buildUnary(op, b, loc, args[0]);
+          return fusible.buildScalar(b, loc, 0, args);
         },
         transcendental ? kTranscendentalWork : 1);
     return success();
   }
 };
 
-template <typename OpTy>
-struct BinaryToKernel : OpToKernelPattern<OpTy> {
-  bool readsAtResultIndex() const override { return true; }
-  LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
-    launchElementwise(
-        op, lowering,
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          return buildBinary(op, b, loc, args[0], args[1]);
-        },
-        isa<graph::PowOp>(op) ? kTranscendentalWork : 1);
-    return success();
-  }
-};
-
-/// Float to float rounds to nearest even, float to integer truncates toward
-/// zero, integer to float rounds, i64 to i32 wraps, i32 to i64 extends.
-struct CastToKernel : OpToKernelPattern<graph::CastOp> {
+/// A cast to the same type is the operand; otherwise elementwise.
+struct CastToKernel : ElementwiseToKernel<graph::CastOp> {
   LogicalResult lowerOp(graph::CastOp op,
                         KernelLowering &lowering) const override {
-    Type from = op.getInput().getType().getElementType();
-    Type to = op.getType().getElementType();
-    if (from == to) {
+    if (op.getInput().getType().getElementType() ==
+        op.getType().getElementType()) {
       lowering.bind(op.getResult(), lowering.lookup(op.getInput()));
       return success();
     }
-    launchElementwise(op, lowering,
-                      [&](OpBuilder &b, Location loc, ValueRange args) {
-                        return convertScalar(b, loc, args[0], from, to);
-                      });
-    return success();
-  }
-
-  static Value convertScalar(OpBuilder &b, Location loc, Value x, Type from,
-                             Type to) {
-    bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
-    if (fromFloat && toFloat) {
-      if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-        return arith::ExtFOp::create(b, loc, to, x);
-      return arith::TruncFOp::create(b, loc, to, x);
-    }
-    if (fromFloat)
-      return arith::FPToSIOp::create(b, loc, to, x);
-    if (toFloat)
-      return arith::SIToFPOp::create(b, loc, to, x);
-    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
-      return arith::TruncIOp::create(b, loc, to, x);
-    return arith::ExtSIOp::create(b, loc, to, x);
+    return ElementwiseToKernel::lowerOp(op, lowering);
   }
 };
 
@@ -177,19 +92,21 @@ struct ConstantToKernel : OpToKernelPattern<graph::ConstantOp> {
 
 void kiln::populateElementwiseToKernelPatterns(
     GraphToKernelPatternSet &patterns) {
-  patterns.add<UnaryToKernel<graph::NegOp>>();
-  patterns.add<UnaryToKernel<graph::ExpOp>>();
-  patterns.add<UnaryToKernel<graph::LogOp>>();
-  patterns.add<UnaryToKernel<graph::TanhOp>>();
-  patterns.add<UnaryToKernel<graph::SqrtOp>>();
-  patterns.add<UnaryToKernel<graph::RsqrtOp>>();
-  patterns.add<UnaryToKernel<graph::ReluOp>>();
-  patterns.add<UnaryToKernel<graph::GeluOp>>();
-  patterns.add<BinaryToKernel<graph::AddOp>>();
-  patterns.add<BinaryToKernel<graph::SubOp>>();
-  patterns.add<BinaryToKernel<graph::MulOp>>();
-  patterns.add<BinaryToKernel<graph::DivOp>>();
-  patterns.add<BinaryToKernel<graph::PowOp>>();
+  patterns.add<ElementwiseToKernel<graph::NegOp>>();
+  patterns.add<ElementwiseToKernel<graph::ExpOp>>();
+  patterns.add<ElementwiseToKernel<graph::LogOp>>();
+  patterns.add<ElementwiseToKernel<graph::TanhOp>>();
+  patterns.add<ElementwiseToKernel<graph::SqrtOp>>();
+  patterns.add<ElementwiseToKernel<graph::RsqrtOp>>();
+  patterns.add<ElementwiseToKernel<graph::ReluOp>>();
+  patterns.add<ElementwiseToKernel<graph::GeluOp>>();
+  patterns.add<ElementwiseToKernel<graph::AddOp>>();
+  patterns.add<ElementwiseToKernel<graph::SubOp>>();
+  patterns.add<ElementwiseToKernel<graph::MulOp>>();
+  patterns.add<ElementwiseToKernel<graph::DivOp>>();
+  patterns.add<ElementwiseToKernel<graph::PowOp>>();
+  patterns.add<ElementwiseToKernel<graph::ReluGradOp>>();
+  patterns.add<ElementwiseToKernel<graph::GeluGradOp>>();
   patterns.add<CastToKernel>();
   patterns.add<ConstantToKernel>();
 }

@@ -73,57 +73,6 @@ struct PadToKernel : OpToKernelPattern<graph::PadOp> {
   }
 };
 
-/// dx = x > 0 ? dy : 0 (a NaN x gives 0, as `x > T(0)` does).
-struct ReluGradToKernel : OpToKernelPattern<graph::ReluGradOp> {
-  bool readsAtResultIndex() const override { return true; }
-  LogicalResult lowerOp(graph::ReluGradOp op,
-                        KernelLowering &lowering) const override {
-    launchElementwise(op, lowering,
-                      [](OpBuilder &b, Location loc, ValueRange in) -> Value {
-                        Value zero =
-                            kb::floatConst(b, loc, in[0].getType(), 0.0);
-                        Value positive = arith::CmpFOp::create(
-                            b, loc, arith::CmpFPredicate::OGT, in[1], zero);
-                        return arith::SelectOp::create(b, loc, positive, in[0],
-                                                       zero);
-                      });
-    return success();
-  }
-};
-
-/// The interpreter's formula, operation for operation:
-/// t = tanh(c (x + a x x x)), du = c (1 + 3 a x x),
-/// dx = dy (0.5 (1 + t) + 0.5 x (1 - t t) du).
-struct GeluGradToKernel : OpToKernelPattern<graph::GeluGradOp> {
-  bool readsAtResultIndex() const override { return true; }
-  LogicalResult lowerOp(graph::GeluGradOp op,
-                        KernelLowering &lowering) const override {
-    launchElementwise(op, lowering, [](OpBuilder &b, Location loc,
-                                       ValueRange in) -> Value {
-      Type type = in[0].getType();
-      auto c = [&](double value) { return kb::floatConst(b, loc, type, value); };
-      auto mul = [&](Value x, Value y) -> Value {
-        return arith::MulFOp::create(b, loc, x, y);
-      };
-      auto add = [&](Value x, Value y) -> Value {
-        return arith::AddFOp::create(b, loc, x, y);
-      };
-      auto sub = [&](Value x, Value y) -> Value {
-        return arith::SubFOp::create(b, loc, x, y);
-      };
-      Value dy = in[0], x = in[1];
-      Value sqrtTwoOverPi = c(std::sqrt(2.0 / M_PI)), a = c(0.044715);
-      Value cube = mul(mul(mul(a, x), x), x);
-      Value t = math::TanhOp::create(b, loc, mul(sqrtTwoOverPi, add(x, cube)));
-      Value du = mul(sqrtTwoOverPi, add(c(1.0), mul(mul(mul(c(3.0), a), x), x)));
-      Value left = mul(c(0.5), add(c(1.0), t));
-      Value right = mul(mul(mul(c(0.5), x), sub(c(1.0), mul(t, t))), du);
-      return mul(dy, add(left, right));
-    }, /*workPerElement=*/4);
-    return success();
-  }
-};
-
 /// Along the axis: dot = sum(dy y), then dx = y (dy - dot); one parallel
 /// iteration per (outer, inner) position, as the forward softmax.
 struct SoftmaxGradToKernel : OpToKernelPattern<graph::SoftmaxGradOp> {
@@ -453,8 +402,6 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
 
 void kiln::populateGradToKernelPatterns(GraphToKernelPatternSet &patterns) {
   patterns.add<PadToKernel>();
-  patterns.add<ReluGradToKernel>();
-  patterns.add<GeluGradToKernel>();
   patterns.add<SoftmaxGradToKernel>();
   patterns.add<ReduceMaxGradToKernel>();
   patterns.add<CrossEntropyGradToKernel>();

@@ -20,4 +20,5 @@ void kiln::populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns) {
   populateLayerNormGradToKernelPatterns(patterns);
   populateAttentionGradToKernelPatterns(patterns);
   populateOptimizerToKernelPatterns(patterns);
+  populateFusionToKernelPatterns(patterns);
 }

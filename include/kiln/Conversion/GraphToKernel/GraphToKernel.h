@@ -243,6 +243,7 @@ void populateGradToKernelPatterns(GraphToKernelPatternSet &patterns);
 void populateLayerNormGradToKernelPatterns(GraphToKernelPatternSet &patterns);
 void populateAttentionGradToKernelPatterns(GraphToKernelPatternSet &patterns);
 void populateOptimizerToKernelPatterns(GraphToKernelPatternSet &patterns);
+void populateFusionToKernelPatterns(GraphToKernelPatternSet &patterns);
 
 } // namespace kiln
 

@@ -10,6 +10,8 @@
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -27,5 +29,11 @@ int64_t defaultBytesAccessed(mlir::Operation *op);
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Graph/IR/GraphOps.h.inc"
+
+namespace kiln::graph {
+/// Whether `op` may go into a graph.fusion: it implements
+/// FusibleOpInterface and, for a constant, is a splat.
+bool isFusible(mlir::Operation *op);
+} // namespace kiln::graph
 
 #endif // KILN_DIALECT_GRAPH_IR_GRAPHOPS_H

@@ -1,0 +1,184 @@
+//===- FusionToKernel.cpp - A graph.fusion region to one kernel ------------===//
+//
+// Part of Kiln. A fusion region is one linalg.generic over its results'
+// shape: each value read from outside the region is an input at the index
+// map that composes the maps of the ops between it and the results
+// (FusibleOpInterface::getOperandIndexMap), and the payload evaluates the
+// ops' scalar formulas (buildScalar) from those inputs. A value inside the
+// region is computed once per (value, index map) and never stored; each
+// yielded value is an output. When every map is the identity the buffers
+// are seen flat, as the per-op elementwise kernels see them, so the kernel
+// vectorizes and the planner may write an output over a dying input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/GraphToKernel/GraphToKernel.h"
+#include "kiln/Conversion/GraphToKernel/KernelBuilders.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+/// A value of the region's computation at one index map of the iteration
+/// space.
+using MappedValue = std::pair<Value, AffineMap>;
+
+/// Walks a fusion region from its yields to the values it reads.
+class FusionInputs {
+public:
+  explicit FusionInputs(graph::FusionOp fusion) : fusion(fusion) {}
+
+  /// Records the inputs `value` at `map` needs.
+  void collect(Value value, AffineMap map) {
+    if (!visited.insert({value, map}).second)
+      return;
+    Operation *producer = value.getDefiningOp();
+    if (!producer || !fusion->isProperAncestor(producer)) {
+      inputs.insert({{value, map}, inputs.size()});
+      return;
+    }
+    auto fusible = cast<graph::FusibleOpInterface>(producer);
+    unsigned result = cast<OpResult>(value).getResultNumber();
+    for (auto [index, operand] : llvm::enumerate(producer->getOperands()))
+      collect(operand, fusible.getOperandIndexMap(result, index).compose(map));
+  }
+
+  /// The inputs, in order of first use: (value, map) -> input number.
+  llvm::MapVector<MappedValue, unsigned> inputs;
+
+private:
+  graph::FusionOp fusion;
+  llvm::DenseSet<MappedValue> visited;
+};
+
+/// Builds the payload: the scalar of each (value, map), once.
+class FusionPayload {
+public:
+  FusionPayload(OpBuilder &b, Location loc, graph::FusionOp fusion,
+                const llvm::MapVector<MappedValue, unsigned> &inputs,
+                ValueRange inputScalars)
+      : b(b), loc(loc), fusion(fusion), inputs(inputs),
+        inputScalars(inputScalars) {}
+
+  Value emit(Value value, AffineMap map) {
+    auto known = scalars.find({value, map});
+    if (known != scalars.end())
+      return known->second;
+    Value scalar;
+    auto input = inputs.find({value, map});
+    if (input != inputs.end()) {
+      scalar = inputScalars[input->second];
+    } else {
+      Operation *producer = value.getDefiningOp();
+      auto fusible = cast<graph::FusibleOpInterface>(producer);
+      unsigned result = cast<OpResult>(value).getResultNumber();
+      SmallVector<Value> operands;
+      for (auto [index, operand] : llvm::enumerate(producer->getOperands()))
+        operands.push_back(emit(
+            operand, fusible.getOperandIndexMap(result, index).compose(map)));
+      scalar = fusible.buildScalar(b, producer->getLoc(), result, operands);
+    }
+    scalars[{value, map}] = scalar;
+    return scalar;
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  graph::FusionOp fusion;
+  const llvm::MapVector<MappedValue, unsigned> &inputs;
+  ValueRange inputScalars;
+  llvm::DenseMap<MappedValue, Value> scalars;
+};
+
+/// The names of the ops in the region, for the plan and the profile.
+static std::string describeFusion(graph::FusionOp fusion) {
+  std::string names = "fusion(";
+  llvm::raw_string_ostream os(names);
+  llvm::interleave(
+      fusion.getBody().front().without_terminator(), os,
+      [&](Operation &op) { os << op.getName().stripDialect(); }, ",");
+  os << ")";
+  return names;
+}
+
+struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
+  LogicalResult lowerOp(graph::FusionOp fusion,
+                        KernelLowering &lowering) const override {
+    auto resultType = cast<RankedTensorType>(fusion.getResult(0).getType());
+    ArrayRef<int64_t> shape = resultType.getShape();
+    int64_t rank = shape.size();
+    MLIRContext *context = fusion.getContext();
+
+    FusionInputs collector(fusion);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, context);
+    for (Value yielded : fusion.getYield().getValues())
+      collector.collect(yielded, identity);
+
+    // Flat when every input is read at the identity: one dim of `count`.
+    int64_t count = resultType.getNumElements();
+    bool flat = rank != 1 && llvm::all_of(collector.inputs, [&](auto &entry) {
+      return entry.first.second == identity;
+    });
+    AffineMap iterationMap =
+        flat ? AffineMap::getMultiDimIdentityMap(1, context) : identity;
+    auto asIterated = [&](Value buffer) {
+      return flat ? lowering.view(buffer, {count}) : buffer;
+    };
+
+    SmallVector<Value> buffers;
+    SmallVector<AffineMap> inputMaps;
+    for (auto &[mapped, index] : collector.inputs) {
+      buffers.push_back(asIterated(lowering.lookup(mapped.first)));
+      inputMaps.push_back(flat ? iterationMap : mapped.second);
+    }
+    unsigned numInputs = buffers.size();
+    SmallVector<Value> results;
+    for (Value result : fusion.getResults()) {
+      results.push_back(lowering.allocateResult(result));
+      buffers.push_back(asIterated(results.back()));
+    }
+
+    int64_t range = flat || rank == 0 ? (flat ? count : 1) : shape.front();
+    int64_t perIteration = flat ? 1 : std::max<int64_t>(count / std::max<int64_t>(range, 1), 1);
+    int64_t work = 0;
+    for (Operation &op : fusion.getBody().front().without_terminator())
+      work += cast<graph::FusibleOpInterface>(op).getFlopsPerElement();
+    if (count > 0)
+      lowering.launch(
+          fusion.getLoc(), describeFusion(fusion), buffers, range,
+          kb::chooseGrain(range, perIteration * std::max<int64_t>(work / 4, 1)),
+          [&](OpBuilder &b, Location loc, ValueRange args) {
+            unsigned numLoops = flat ? 1 : rank;
+            SmallVector<AffineMap> maps(inputMaps);
+            maps.append(args.size() - numInputs,
+                        AffineMap::getMultiDimIdentityMap(numLoops, context));
+            SmallVector<utils::IteratorType> iterators(
+                numLoops, utils::IteratorType::parallel);
+            linalg::GenericOp::create(
+                b, loc, TypeRange{}, args.take_front(numInputs),
+                args.drop_front(numInputs), maps, iterators,
+                [&](OpBuilder &nested, Location nestedLoc, ValueRange scalars) {
+                  FusionPayload payload(nested, nestedLoc, fusion,
+                                        collector.inputs,
+                                        scalars.take_front(numInputs));
+                  SmallVector<Value> yielded;
+                  for (Value value : fusion.getYield().getValues())
+                    yielded.push_back(payload.emit(value, identity));
+                  linalg::YieldOp::create(nested, nestedLoc, yielded);
+                });
+          });
+    for (auto [result, buffer] : llvm::zip_equal(fusion.getResults(), results))
+      lowering.bind(result, buffer);
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateFusionToKernelPatterns(GraphToKernelPatternSet &patterns) {
+  patterns.add<FusionToKernel>();
+}

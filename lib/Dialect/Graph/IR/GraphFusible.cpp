@@ -1,0 +1,311 @@
+//===- GraphFusible.cpp - FusibleOpInterface of the graph ops --------------===//
+//
+// Part of Kiln. Index maps and scalar formulas of the ops that --graph-fuse
+// may put into one kernel. The formulas follow the reference interpreter
+// operation for operation (lib/Interpreter/Elementwise.cpp, GradOps.cpp),
+// so a fused kernel agrees with it to the rounding of the math library;
+// the per-op kernels of --convert-graph-to-kernel use the same formulas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln::graph;
+
+/// `value` rounded to nearest even in `type`, as an arith constant.
+static Value floatConstant(OpBuilder &b, Location loc, Type type,
+                           double value) {
+  auto floatType = cast<FloatType>(type);
+  llvm::APFloat rounded(value);
+  bool losesInfo;
+  rounded.convert(floatType.getFloatSemantics(),
+                  llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return arith::ConstantOp::create(b, loc, floatType,
+                                   b.getFloatAttr(floatType, rounded));
+}
+
+static AffineMap identityOf(Operation *op, unsigned result) {
+  auto type = cast<ShapedType>(op->getResult(result).getType());
+  return AffineMap::getMultiDimIdentityMap(type.getRank(), op->getContext());
+}
+
+/// Small arithmetic helpers over one element type.
+namespace {
+struct Scalar {
+  OpBuilder &b;
+  Location loc;
+  Type type;
+  Value c(double value) { return floatConstant(b, loc, type, value); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise math
+//===----------------------------------------------------------------------===//
+
+#define KILN_IDENTITY_MAPS(OP)                                                 \
+  AffineMap OP::getOperandIndexMap(unsigned result, unsigned) {                \
+    return identityOf(getOperation(), result);                                 \
+  }
+KILN_IDENTITY_MAPS(NegOp)
+KILN_IDENTITY_MAPS(ExpOp)
+KILN_IDENTITY_MAPS(LogOp)
+KILN_IDENTITY_MAPS(TanhOp)
+KILN_IDENTITY_MAPS(SqrtOp)
+KILN_IDENTITY_MAPS(RsqrtOp)
+KILN_IDENTITY_MAPS(ReluOp)
+KILN_IDENTITY_MAPS(GeluOp)
+KILN_IDENTITY_MAPS(AddOp)
+KILN_IDENTITY_MAPS(SubOp)
+KILN_IDENTITY_MAPS(MulOp)
+KILN_IDENTITY_MAPS(DivOp)
+KILN_IDENTITY_MAPS(PowOp)
+KILN_IDENTITY_MAPS(CastOp)
+KILN_IDENTITY_MAPS(ReluGradOp)
+KILN_IDENTITY_MAPS(GeluGradOp)
+#undef KILN_IDENTITY_MAPS
+
+/// The cost of one element, for the fusion's cost model: a math function
+/// costs about as much as ten arithmetic operations.
+static constexpr int64_t kMathFunctionFlops = 10;
+
+Value NegOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                         ValueRange in) {
+  return arith::NegFOp::create(b, loc, in[0]);
+}
+int64_t NegOp::getFlopsPerElement() { return 1; }
+
+Value ExpOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::ExpOp::create(b, loc, in[0]);
+}
+int64_t ExpOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value LogOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::LogOp::create(b, loc, in[0]);
+}
+int64_t LogOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value TanhOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                          ValueRange in) {
+  return math::TanhOp::create(b, loc, in[0]);
+}
+int64_t TanhOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value SqrtOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                          ValueRange in) {
+  return math::SqrtOp::create(b, loc, in[0]);
+}
+int64_t SqrtOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value RsqrtOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                           ValueRange in) {
+  Scalar f{b, loc, in[0].getType()};
+  return arith::DivFOp::create(b, loc, f.c(1.0),
+                               math::SqrtOp::create(b, loc, in[0]));
+}
+int64_t RsqrtOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+/// NaN or positive: x; otherwise 0 (NaN propagates).
+Value ReluOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                          ValueRange in) {
+  Scalar f{b, loc, in[0].getType()};
+  Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGT, in[0],
+                                     f.c(0.0));
+  return arith::SelectOp::create(b, loc, keep, in[0], f.c(0.0));
+}
+int64_t ReluOp::getFlopsPerElement() { return 1; }
+
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in this order.
+Value GeluOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                          ValueRange in) {
+  Scalar f{b, loc, in[0].getType()};
+  Value x = in[0];
+  Value cube = f.mul(f.mul(f.mul(f.c(0.044715), x), x), x);
+  Value inner = f.mul(f.c(0.7978845608028654), f.add(x, cube));
+  Value halfX = f.mul(f.c(0.5), x);
+  return f.mul(halfX,
+               f.add(f.c(1.0), math::TanhOp::create(b, loc, inner)));
+}
+int64_t GeluOp::getFlopsPerElement() { return 7 + kMathFunctionFlops; }
+
+Value AddOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return arith::AddFOp::create(b, loc, in[0], in[1]);
+}
+int64_t AddOp::getFlopsPerElement() { return 1; }
+
+Value SubOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return arith::SubFOp::create(b, loc, in[0], in[1]);
+}
+int64_t SubOp::getFlopsPerElement() { return 1; }
+
+Value MulOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return arith::MulFOp::create(b, loc, in[0], in[1]);
+}
+int64_t MulOp::getFlopsPerElement() { return 1; }
+
+Value DivOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return arith::DivFOp::create(b, loc, in[0], in[1]);
+}
+int64_t DivOp::getFlopsPerElement() { return 1; }
+
+Value PowOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::PowFOp::create(b, loc, in[0], in[1]);
+}
+int64_t PowOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+/// Float to float rounds to nearest even, float to integer truncates toward
+/// zero, integer to float rounds, i64 to i32 wraps, i32 to i64 extends.
+Value CastOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                          ValueRange in) {
+  Value x = in[0];
+  Type from = getInput().getType().getElementType();
+  Type to = getType().getElementType();
+  if (from == to)
+    return x;
+  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+  if (fromFloat && toFloat) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, x);
+    return arith::TruncFOp::create(b, loc, to, x);
+  }
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, x);
+  if (toFloat)
+    return arith::SIToFPOp::create(b, loc, to, x);
+  if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    return arith::TruncIOp::create(b, loc, to, x);
+  return arith::ExtSIOp::create(b, loc, to, x);
+}
+
+/// dx = x > 0 ? dy : 0 (a NaN x gives 0, as `x > T(0)` does).
+Value ReluGradOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                              ValueRange in) {
+  Scalar f{b, loc, in[0].getType()};
+  Value zero = f.c(0.0);
+  Value positive =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, in[1], zero);
+  return arith::SelectOp::create(b, loc, positive, in[0], zero);
+}
+int64_t ReluGradOp::getFlopsPerElement() { return 1; }
+
+/// t = tanh(c (x + a x x x)), du = c (1 + 3 a x x),
+/// dx = dy (0.5 (1 + t) + 0.5 x (1 - t t) du).
+Value GeluGradOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                              ValueRange in) {
+  Scalar f{b, loc, in[0].getType()};
+  Value dy = in[0], x = in[1];
+  Value sqrtTwoOverPi = f.c(std::sqrt(2.0 / M_PI)), a = f.c(0.044715);
+  Value cube = f.mul(f.mul(f.mul(a, x), x), x);
+  Value t = math::TanhOp::create(b, loc, f.mul(sqrtTwoOverPi, f.add(x, cube)));
+  Value du =
+      f.mul(sqrtTwoOverPi, f.add(f.c(1.0), f.mul(f.mul(f.mul(f.c(3.0), a), x), x)));
+  Value left = f.mul(f.c(0.5), f.add(f.c(1.0), t));
+  Value right = f.mul(f.mul(f.mul(f.c(0.5), x), f.sub(f.c(1.0), f.mul(t, t))), du);
+  return f.mul(dy, f.add(left, right));
+}
+int64_t GeluGradOp::getFlopsPerElement() { return 18 + kMathFunctionFlops; }
+
+//===----------------------------------------------------------------------===//
+// Data movement: index maps, the element passed through
+//===----------------------------------------------------------------------===//
+
+#define KILN_PASS_THROUGH(OP)                                                  \
+  Value OP::buildScalar(OpBuilder &, Location, unsigned, ValueRange in) {      \
+    return in[0];                                                              \
+  }
+KILN_PASS_THROUGH(BroadcastOp)
+KILN_PASS_THROUGH(ReshapeOp)
+KILN_PASS_THROUGH(TransposeOp)
+KILN_PASS_THROUGH(SliceOp)
+KILN_PASS_THROUGH(SplitOp)
+#undef KILN_PASS_THROUGH
+
+/// Dims align from the right; a size-1 input dim under a larger result dim
+/// is read at 0.
+AffineMap BroadcastOp::getOperandIndexMap(unsigned, unsigned) {
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> out = getType().getShape();
+  unsigned lead = out.size() - in.size();
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i < in.size(); ++i)
+    exprs.push_back(in[i] == 1 && out[lead + i] != 1
+                        ? getAffineConstantExpr(0, getContext())
+                        : getAffineDimExpr(lead + i, getContext()));
+  return AffineMap::get(out.size(), 0, exprs, getContext());
+}
+
+/// Input index at perm[i] is the result index at i.
+AffineMap TransposeOp::getOperandIndexMap(unsigned, unsigned) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<AffineExpr> exprs(perm.size());
+  for (unsigned i = 0; i < perm.size(); ++i)
+    exprs[perm[i]] = getAffineDimExpr(i, getContext());
+  return AffineMap::get(perm.size(), 0, exprs, getContext());
+}
+
+/// Row-major linear index of the result, split into the input's dims.
+AffineMap ReshapeOp::getOperandIndexMap(unsigned, unsigned) {
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> out = getType().getShape();
+  MLIRContext *context = getContext();
+  AffineExpr linear = getAffineConstantExpr(0, context);
+  for (unsigned i = 0; i < out.size(); ++i)
+    linear = linear * out[i] + getAffineDimExpr(i, context);
+  SmallVector<AffineExpr> exprs(in.size());
+  int64_t stride = 1;
+  for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i) {
+    AffineExpr scaled = stride == 1 ? linear : linear.floorDiv(stride);
+    exprs[i] = i == 0 ? scaled : scaled % in[i];
+    stride *= in[i];
+  }
+  return simplifyAffineMap(AffineMap::get(out.size(), 0, exprs, context));
+}
+
+AffineMap SliceOp::getOperandIndexMap(unsigned, unsigned) {
+  ArrayRef<int64_t> offsets = getOffsets();
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i < offsets.size(); ++i)
+    exprs.push_back(getAffineDimExpr(i, getContext()) + offsets[i]);
+  return AffineMap::get(offsets.size(), 0, exprs, getContext());
+}
+
+/// Piece `result` starts after the pieces before it along the axis.
+AffineMap SplitOp::getOperandIndexMap(unsigned result, unsigned) {
+  int64_t axis = getAxis();
+  int64_t offset = 0;
+  for (unsigned i = 0; i < result; ++i)
+    offset += cast<ShapedType>(getResult(i).getType()).getDimSize(axis);
+  unsigned rank = getInput().getType().getRank();
+  SmallVector<AffineExpr> exprs;
+  for (unsigned i = 0; i < rank; ++i)
+    exprs.push_back(getAffineDimExpr(i, getContext()) +
+                    (static_cast<int64_t>(i) == axis ? offset : 0));
+  return AffineMap::get(rank, 0, exprs, getContext());
+}
+
+//===----------------------------------------------------------------------===//
+// Constants: a splat is one scalar
+//===----------------------------------------------------------------------===//
+
+AffineMap ConstantOp::getOperandIndexMap(unsigned, unsigned) {
+  return AffineMap(); // No operands.
+}
+
+/// The splat value; only splats are fused (--graph-fuse checks).
+Value ConstantOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                              ValueRange) {
+  auto splat = cast<SplatElementsAttr>(getValue());
+  return arith::ConstantOp::create(
+      b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+}

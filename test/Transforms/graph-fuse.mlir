@@ -1,0 +1,111 @@
+// RUN: kiln-opt %s -split-input-file --graph-fuse | FileCheck %s
+
+// A bias add and its GELU become one region; the broadcast reads only the
+// bias. The matmul is not fusible and stays outside.
+
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK: %[[M:.*]] = graph.matmul
+// CHECK: %[[F:.*]] = graph.fusion -> (tensor<4x8xf32>) {
+// CHECK-NEXT: graph.broadcast %arg2
+// CHECK-NEXT: graph.add %[[M]]
+// CHECK-NEXT: graph.gelu
+// CHECK-NEXT: graph.yield
+// CHECK: return %[[F]]
+func.func @bias_gelu(%x: tensor<4x6xf32>, %w: tensor<6x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %m = graph.matmul %x, %w : tensor<4x6xf32>, tensor<6x8xf32> -> tensor<4x8xf32>
+  %bb = graph.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  %s = graph.add %m, %bb : tensor<4x8xf32>
+  %g = graph.gelu %s : tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
+
+// -----
+
+// A value also used after the region, read at the identity, is yielded
+// (multi-output): the pre-activation the backward needs.
+
+// CHECK-LABEL: func.func @multi_output
+// CHECK: %[[F:.*]]:2 = graph.fusion -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+// CHECK: %[[S:.*]] = graph.add
+// CHECK: %[[G:.*]] = graph.gelu %[[S]]
+// CHECK: graph.yield %[[G]], %[[S]]
+// CHECK: graph.gelu_grad %arg2, %[[F]]#1
+func.func @multi_output(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %s = graph.add %x, %y : tensor<4x8xf32>
+  %g = graph.gelu %s : tensor<4x8xf32>
+  %dx = graph.gelu_grad %dy, %s : tensor<4x8xf32>
+  return %g, %dx : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Heads: a split feeding three reshape-transpose chains. Data movement is
+// duplicated into each chain's region and the bias add with it (it reads
+// no more bytes than the piece it replaces); the originals die.
+
+// CHECK-LABEL: func.func @heads
+// CHECK-COUNT-3: graph.fusion -> (tensor<2x4x8x4xf32>) {
+// CHECK-NEXT: graph.broadcast %arg1
+// CHECK-NEXT: graph.add %arg0
+// CHECK-NEXT: graph.split
+// CHECK-NEXT: graph.reshape
+// CHECK-NEXT: graph.transpose
+// CHECK-NEXT: graph.yield
+// CHECK-NOT: graph.fusion
+// CHECK-NOT: graph.split
+// CHECK: return
+func.func @heads(%x: tensor<2x8x48xf32>, %b: tensor<48xf32>) -> (tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>) {
+  %bb = graph.broadcast %b : tensor<48xf32> -> tensor<2x8x48xf32>
+  %s = graph.add %x, %bb : tensor<2x8x48xf32>
+  %q, %k, %v = graph.split %s {axis = 2 : i64} : tensor<2x8x48xf32> -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  %q4 = graph.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %k4 = graph.reshape %k : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %v4 = graph.reshape %v : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  %qt = graph.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %kt = graph.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  %vt = graph.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+  return %qt, %kt, %vt : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>
+}
+
+// -----
+
+// An expensive producer read through a broadcast would be recomputed per
+// element: it stays outside, and so does one that is also used before the
+// region (it cannot be yielded there). A residual add used elsewhere is
+// not duplicated: the region would read two streams for one.
+
+// CHECK-LABEL: func.func @not_recomputed
+// CHECK: %[[E:.*]] = graph.exp %arg1 : tensor<8xf32>
+// CHECK: graph.fusion
+// CHECK: graph.broadcast %[[E]]
+// CHECK: graph.yield
+// CHECK-LABEL: func.func @used_before
+// CHECK: %[[T:.*]] = graph.tanh %arg0
+// CHECK: graph.reduce sum %[[T]]
+// CHECK: graph.fusion
+// CHECK-NOT: graph.tanh
+// CHECK: graph.yield
+// CHECK-LABEL: func.func @residual
+// CHECK: %[[R:.*]] = graph.add %arg0, %arg1
+// CHECK: graph.reduce sum %[[R]]
+// CHECK-NOT: graph.fusion
+func.func @not_recomputed(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<4x8xf32> {
+  %e = graph.exp %v : tensor<8xf32>
+  %be = graph.broadcast %e : tensor<8xf32> -> tensor<4x8xf32>
+  %m = graph.mul %x, %be : tensor<4x8xf32>
+  %n = graph.neg %m : tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+func.func @used_before(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %t = graph.tanh %x : tensor<4x8xf32>
+  %r = graph.reduce sum %t {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  %n = graph.neg %t : tensor<4x8xf32>
+  %m = graph.exp %n : tensor<4x8xf32>
+  return %m, %r : tensor<4x8xf32>, tensor<8xf32>
+}
+func.func @residual(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %r = graph.add %x, %y : tensor<4x8xf32>
+  %s = graph.reduce sum %r {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  %n = graph.neg %r : tensor<4x8xf32>
+  return %n, %s : tensor<4x8xf32>, tensor<8xf32>
+}
