@@ -18,15 +18,17 @@
 
 #include <chrono>
 #include <cstring>
+#include <mutex>
 
 using namespace kiln;
 using namespace kiln::runtime;
 
 /// Chunks per thread: enough slack to balance uneven chunks.
 static constexpr int64_t kChunksPerThread = 4;
-/// The largest m n k that OpenBLAS computes without its threads
-/// (interface/gemm.c: SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD).
+/// Below this many multiply-adds a GEMM is not worth splitting.
 static constexpr int64_t kSingleThreadedGemmWork = 65536 * 4;
+/// Rows of C a GEMM task computes are a multiple of this.
+static constexpr int64_t kGemmRowBlock = 64;
 
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
@@ -134,6 +136,11 @@ void Session::runKernel(const PreparedOp &op) {
   });
 }
 
+void kiln::runtime::useSingleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
 void Session::runGemm(const PreparedOp &op) {
   const plan::GemmCall &call = *op.gemm;
   int64_t m = call.m(), n = call.n(), k = call.k();
@@ -147,35 +154,55 @@ void Session::runGemm(const PreparedOp &op) {
   auto ld = [](int64_t value) {
     return static_cast<blasint>(value > 0 ? value : 1);
   };
-  auto multiply = [&](int64_t batch) {
+  // Rows [row, row + rows) of C for one batch entry. Row-major: rows of
+  // C and of A (stored k x m when transposed: columns of the stored A).
+  auto multiply = [&](int64_t batch, int64_t row, int64_t rows) {
+    int64_t aOffset = batch * call.stride_a() +
+                      (call.transpose_a() ? row : row * call.lda());
+    int64_t cOffset = batch * call.stride_c() + row * call.ldc();
     if (call.dtype() == plan::DType::F32)
-      cblas_sgemm(
-          CblasRowMajor, ta, tb, m, n, k, static_cast<float>(call.alpha()),
-          static_cast<const float *>(a) + batch * call.stride_a(),
-          ld(call.lda()),
-          static_cast<const float *>(b) + batch * call.stride_b(),
-          ld(call.ldb()), static_cast<float>(call.beta()),
-          static_cast<float *>(c) + batch * call.stride_c(), ld(call.ldc()));
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, n, k,
+                  static_cast<float>(call.alpha()),
+                  static_cast<const float *>(a) + aOffset, ld(call.lda()),
+                  static_cast<const float *>(b) + batch * call.stride_b(),
+                  ld(call.ldb()), static_cast<float>(call.beta()),
+                  static_cast<float *>(c) + cOffset, ld(call.ldc()));
     else
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, call.alpha(),
-                  static_cast<const double *>(a) + batch * call.stride_a(),
-                  ld(call.lda()),
+      cblas_dgemm(CblasRowMajor, ta, tb, rows, n, k, call.alpha(),
+                  static_cast<const double *>(a) + aOffset, ld(call.lda()),
                   static_cast<const double *>(b) + batch * call.stride_b(),
                   ld(call.ldb()), call.beta(),
-                  static_cast<double *>(c) + batch * call.stride_c(),
-                  ld(call.ldc()));
+                  static_cast<double *>(c) + cOffset, ld(call.ldc()));
   };
-  // OpenBLAS runs a product of at most kSingleThreadedGemmWork
-  // multiply-adds on the calling thread; a batch of such products (the
-  // attention heads) then uses one core unless the pool spreads the batch
-  // entries. Larger products use OpenBLAS's own threads, one at a time.
-  // Each entry writes its own C: the results do not depend on the split.
+  // OpenBLAS runs on the calling thread (useSingleThreadedBlas): the pool
+  // spreads the work, so that one set of threads owns the cores. A large
+  // product is split into blocks of rows of C, each a multiple of
+  // kGemmRowBlock rows so that every element is computed by the same
+  // micro-kernel whatever the split; a batch of small products (the
+  // attention heads) is spread by entry. Each task writes its own rows of
+  // C: the results do not depend on the split or the thread count.
   int64_t batches = call.batch();
-  if (batches > 1 && pool_->size() > 1 && m * n * k <= kSingleThreadedGemmWork)
-    pool_->parallelFor(batches, multiply);
-  else
-    for (int64_t batch = 0; batch < batches; ++batch)
-      multiply(batch);
+  int64_t threads = static_cast<int64_t>(pool_->size());
+  int64_t parts = 1;
+  if (threads > 1 && m * n * k > kSingleThreadedGemmWork)
+    parts = std::min(threads, m / kGemmRowBlock);
+  if (parts <= 1) {
+    if (batches > 1 && threads > 1)
+      pool_->parallelFor(batches, [&](int64_t batch) { multiply(batch, 0, m); });
+    else
+      for (int64_t batch = 0; batch < batches; ++batch)
+        multiply(batch, 0, m);
+    return;
+  }
+  int64_t blocks = m / kGemmRowBlock;
+  pool_->parallelFor(batches * parts, [&](int64_t task) {
+    int64_t batch = task / parts, part = task % parts;
+    int64_t first = blocks * part / parts * kGemmRowBlock;
+    int64_t last =
+        part + 1 == parts ? m : blocks * (part + 1) / parts * kGemmRowBlock;
+    if (last > first)
+      multiply(batch, first, last - first);
+  });
 }
 
 void Session::runOp(const PreparedOp &op) {

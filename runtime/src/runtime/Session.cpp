@@ -64,6 +64,7 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
                          std::string("cannot start the thread pool: ") +
                              error.what());
   }
+  useSingleThreadedBlas();
   session = std::move(created);
   return Result::ok();
 }

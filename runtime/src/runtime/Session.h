@@ -146,6 +146,11 @@ private:
   bool profiling_ = false;
 };
 
+/// Makes OpenBLAS compute on its calling thread, once per process: the
+/// session's pool spreads GEMMs itself, and OpenBLAS's own threads would
+/// otherwise spin on the cores the pool's kernels run on.
+void useSingleThreadedBlas();
+
 } // namespace runtime
 } // namespace kiln
 
