@@ -6,6 +6,7 @@
 
 #include "VectorizeElementwiseLoops.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -44,6 +45,46 @@ enum class LaneAccess {
 };
 } // namespace
 
+/// How far `index` moves when `lane` (the innermost induction variable of
+/// `loop`) moves by one: 0 (independent of it), 1 (the variable plus
+/// terms independent of it: an induction variable, or an affine.apply of
+/// induction variables and outer values such as a fused transpose or
+/// reshape produces), or nothing when it is computed otherwise.
+static std::optional<int64_t> getLaneStep(scf::ParallelOp loop, Value lane,
+                                          Value index) {
+  if (index == lane)
+    return 1;
+  if (index.getParentRegion() != &loop.getRegion() ||
+      llvm::is_contained(loop.getInductionVars(), index))
+    return 0;
+  auto apply = index.getDefiningOp<affine::AffineApplyOp>();
+  if (!apply || apply->getBlock() != loop.getBody())
+    return std::nullopt;
+  AffineExpr expr = apply.getAffineMap().getResult(0);
+  std::optional<unsigned> laneDim;
+  for (auto [position, operand] : llvm::enumerate(apply.getMapOperands())) {
+    if (operand == lane) {
+      if (laneDim)
+        return std::nullopt;
+      laneDim = position;
+      continue;
+    }
+    if (operand.getParentRegion() == &loop.getRegion() &&
+        !llvm::is_contained(loop.getInductionVars(), operand))
+      return std::nullopt;
+  }
+  if (apply.getAffineMap().getNumSymbols() != 0)
+    return std::nullopt;
+  if (!laneDim || !expr.isFunctionOfDim(*laneDim))
+    return 0;
+  AffineExpr rest = simplifyAffineExpr(
+      expr - getAffineDimExpr(*laneDim, expr.getContext()),
+      apply.getAffineMap().getNumDims(), 0);
+  if (rest.isFunctionOfDim(*laneDim))
+    return std::nullopt;
+  return 1;
+}
+
 /// How a load or store with `indices` into `type` indexes along `lane`
 /// (the innermost induction variable of `loop`), or nothing when it cannot
 /// be vectorized: an index computed inside the loop, or `lane` elsewhere
@@ -53,18 +94,17 @@ static std::optional<LaneAccess> classifyAccess(scf::ParallelOp loop,
                                                 ValueRange indices) {
   if (!type.getLayout().isIdentity() || !type.getElementType().isIntOrFloat())
     return std::nullopt;
-  for (Value index : indices)
-    if (index.getParentRegion() == &loop.getRegion() &&
-        !llvm::is_contained(loop.getInductionVars(), index))
-      return std::nullopt;
   if (indices.empty())
     return LaneAccess::Invariant;
   for (Value index : indices.drop_back())
-    if (index == lane)
+    if (getLaneStep(loop, lane, index) != 0)
       return std::nullopt;
-  if (indices.back() == lane)
+  std::optional<int64_t> step = getLaneStep(loop, lane, indices.back());
+  if (step == 1)
     return LaneAccess::Contiguous;
-  return LaneAccess::Invariant;
+  if (step == 0)
+    return LaneAccess::Invariant;
+  return std::nullopt;
 }
 
 /// The number of lanes for `loop`'s body, or 0 when the loop is not an
@@ -89,6 +129,13 @@ static int64_t getLaneCount(scf::ParallelOp loop) {
       widest =
           std::max(widest, store.getMemRefType().getElementTypeBitWidth());
       stores = true;
+      continue;
+    }
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(op)) {
+      // Index arithmetic: only loads and stores may use it (checked there).
+      for (Operation *user : apply->getUsers())
+        if (!isa<memref::LoadOp, memref::StoreOp>(user))
+          return 0;
       continue;
     }
     if (!isLaneWise(&op))
@@ -127,14 +174,21 @@ static void emitVectorBody(OpBuilder &b, scf::ParallelOp loop,
     vectors.map(scalar, vector);
     return vector;
   };
+  // The scalar indices of the first lane, index arithmetic included.
+  IRMapping scalarIndices = indices;
   auto mapIndices = [&](ValueRange original) {
     SmallVector<Value> mapped;
     for (Value index : original)
-      mapped.push_back(indices.lookupOrDefault(index));
+      mapped.push_back(scalarIndices.lookupOrDefault(index));
     return mapped;
   };
   for (Operation &op : loop.getBody()->without_terminator()) {
     Location loc = op.getLoc();
+    if (isa<affine::AffineApplyOp>(op)) {
+      // The index of the first lane.
+      b.clone(op, scalarIndices);
+      continue;
+    }
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
       SmallVector<Value> at = mapIndices(load.getIndices());
       if (classifyAccess(loop, lane, load.getMemRefType(),

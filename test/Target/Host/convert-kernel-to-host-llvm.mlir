@@ -211,3 +211,44 @@ kernel.func @k6(%x: memref<8x40xf32>, %b: memref<40xf32>, %s: memref<8xf32>, %y:
   }
   kernel.return
 }
+
+// -----
+
+// An index computed from the loop variables (a fused reshape or
+// transpose) that moves with the innermost variable by one element is
+// contiguous: the vector loads start at the first lane's index.
+
+// CHECK-LABEL: llvm.func internal @kiln_k7_body
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+#flat = affine_map<(d0, d1) -> (d0 * 32 + d1)>
+#tile = affine_map<(d0, d1) -> (d0, d1)>
+kernel.func @k7(%x: memref<128xf32>, %y: memref<4x32xf32>) attributes {grain = 1 : i64, range = 4 : i64} {
+  linalg.generic {indexing_maps = [#flat, #tile], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<128xf32>) outs(%y : memref<4x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  }
+  kernel.return
+}
+
+// -----
+
+// An index that moves by more than one element per lane (a column read)
+// is not vectorized.
+
+// CHECK-LABEL: llvm.func internal @kiln_k8_body
+// CHECK-NOT: vector<
+// CHECK-LABEL: llvm.func @kiln_k8
+#column = affine_map<(d0, d1) -> (d1 * 4 + d0)>
+#tile2 = affine_map<(d0, d1) -> (d0, d1)>
+kernel.func @k8(%x: memref<128xf32>, %y: memref<4x32xf32>) attributes {grain = 1 : i64, range = 4 : i64} {
+  linalg.generic {indexing_maps = [#column, #tile2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<128xf32>) outs(%y : memref<4x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  }
+  kernel.return
+}

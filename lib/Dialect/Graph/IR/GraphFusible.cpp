@@ -254,20 +254,56 @@ AffineMap TransposeOp::getOperandIndexMap(unsigned, unsigned) {
   return AffineMap::get(perm.size(), 0, exprs, getContext());
 }
 
-/// Row-major linear index of the result, split into the input's dims.
+/// Row-major linear index of the result, split into the input's dims. The
+/// dims are matched in groups of equal size (a reshape that splits or
+/// merges neighbouring dims), each group linearized on its own, so that
+/// a split of one dim into two reads `outer * inner_size + inner` with no
+/// division (vectorizable along the inner dim); a reshape without such
+/// groups uses one linear index.
 AffineMap ReshapeOp::getOperandIndexMap(unsigned, unsigned) {
   ArrayRef<int64_t> in = getInput().getType().getShape();
   ArrayRef<int64_t> out = getType().getShape();
   MLIRContext *context = getContext();
-  AffineExpr linear = getAffineConstantExpr(0, context);
-  for (unsigned i = 0; i < out.size(); ++i)
-    linear = linear * out[i] + getAffineDimExpr(i, context);
   SmallVector<AffineExpr> exprs(in.size());
-  int64_t stride = 1;
-  for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i) {
-    AffineExpr scaled = stride == 1 ? linear : linear.floorDiv(stride);
-    exprs[i] = i == 0 ? scaled : scaled % in[i];
-    stride *= in[i];
+  // Delinearizes `linear` (over a group of `size` elements) into the input
+  // dims [first, last).
+  auto split = [&](AffineExpr linear, size_t first, size_t last) {
+    int64_t stride = 1;
+    for (size_t i = last; i-- > first;) {
+      AffineExpr scaled = stride == 1 ? linear : linear.floorDiv(stride);
+      exprs[i] = i == first ? scaled : scaled % in[i];
+      stride *= in[i];
+    }
+  };
+  size_t i = 0, o = 0;
+  bool grouped = true;
+  while (i < in.size() || o < out.size()) {
+    size_t i0 = i, o0 = o;
+    int64_t inSize = 1, outSize = 1;
+    // Grow the group until both sides cover the same number of elements
+    // (and at least one dim of each side, where dims remain).
+    do {
+      if (i < in.size() && (inSize <= outSize || o == out.size()))
+        inSize *= in[i++];
+      else if (o < out.size())
+        outSize *= out[o++];
+      else
+        break;
+    } while (inSize != outSize || i == i0 || o == o0);
+    if (inSize != outSize) {
+      grouped = false;
+      break;
+    }
+    AffineExpr linear = getAffineConstantExpr(0, context);
+    for (size_t d = o0; d < o; ++d)
+      linear = linear * out[d] + getAffineDimExpr(d, context);
+    split(linear, i0, i);
+  }
+  if (!grouped) {
+    AffineExpr linear = getAffineConstantExpr(0, context);
+    for (size_t d = 0; d < out.size(); ++d)
+      linear = linear * out[d] + getAffineDimExpr(d, context);
+    split(linear, 0, in.size());
   }
   return simplifyAffineMap(AffineMap::get(out.size(), 0, exprs, context));
 }
