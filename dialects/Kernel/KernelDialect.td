@@ -58,6 +58,10 @@ def Kernel_Dialect : Dialect {
     /// [0, range).
     static constexpr ::llvm::StringLiteral kSegmentOffsetAttr =
         "kernel.segment_offset";
+    /// On a launch that writes one buffer operand: the box of it that the
+    /// launch writes, as offsets then sizes (a piece of a concat); launches
+    /// writing disjoint boxes of one buffer are independent.
+    static constexpr ::llvm::StringLiteral kWriteBoxAttr = "kernel.write_box";
   }];
 }
 

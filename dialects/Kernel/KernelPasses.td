@@ -62,7 +62,9 @@ def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
     Within each `kernel.entry`, a run of consecutive launches of parallel
     kernels (range > 0; a sequential body becomes a segment of
     size 1) where no launch writes a buffer that another one
-    reads or writes becomes one launch of a new kernel. The new kernel's
+    reads or writes (except disjoint boxes of one buffer declared by
+    `kernel.write_box`, the pieces of a concat) becomes one launch of a new
+    kernel. The new kernel's
     range is the sum of the ranges; each original body is a segment of it,
     its top-level parallel loops tagged with `kernel.segment_offset` (linalg
     ops are lowered to their parallel loops for that). The cpu backend maps

@@ -43,7 +43,7 @@ static void launchBoxCopy(KernelLowering &lowering, Operation *op,
   auto destinationType = cast<MemRefType>(destination.getType());
   ArrayRef<int64_t> boxShape =
       intoDestination ? sourceType.getShape() : destinationType.getShape();
-  lowering.launch(
+  kernel::LaunchOp launch = lowering.launch(
       op->getLoc(), op->getName().getStringRef(), {source, destination},
       kb::rangeOfShape(boxShape), grainOfShape(boxShape),
       [&](OpBuilder &b, Location loc, ValueRange args) {
@@ -58,6 +58,12 @@ static void launchBoxCopy(KernelLowering &lowering, Operation *op,
         AffineMap identity = b.getMultiDimIdentityMap(boxShape.size());
         kb::parallelGeneric(b, loc, from, identity, to, copyScalar);
       });
+  if (intoDestination) {
+    SmallVector<int64_t> box(offsets);
+    llvm::append_range(box, boxShape);
+    launch->setAttr(kernel::KernelDialect::kWriteBoxAttr,
+                    DenseI64ArrayAttr::get(op->getContext(), box));
+  }
 }
 
 namespace {

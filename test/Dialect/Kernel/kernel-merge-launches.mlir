@@ -103,3 +103,33 @@ kernel.entry @dependent(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, ke
   kernel.launch @exp(%c, %d) : memref<8xf32>, memref<8xf32>
   kernel.return
 }
+
+// -----
+
+// The pieces of a concat write disjoint boxes of one buffer
+// (kernel.write_box): they merge. Overlapping boxes do not.
+
+// CHECK-LABEL: kernel.entry @pieces
+// CHECK-NEXT: kernel.launch @k{{[0-9]+}}(%{{.*}}, %[[OUT:[^,]*]], %{{.*}}) :
+// CHECK-NEXT: kernel.launch @into(%{{.*}}, %[[OUT]]) {kernel.write_box = array<i64: 0, 2, 4, 2>}
+// CHECK-NEXT: kernel.return
+kernel.func @into(%x: memref<4x2xf32>, %y: memref<4x6xf32>) attributes {grain = 1 : i64, range = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c2) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<4x2xf32>
+    memref.store %v, %y[%i, %j] : memref<4x6xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @pieces(%a: memref<4x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                     %b: memref<4x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "b"},
+                     %y: memref<4x6xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @into(%a, %y) {kernel.write_box = array<i64: 0, 0, 4, 2>} : memref<4x2xf32>, memref<4x6xf32>
+  kernel.launch @into(%b, %y) {kernel.write_box = array<i64: 0, 2, 4, 2>} : memref<4x2xf32>, memref<4x6xf32>
+  kernel.launch @into(%a, %y) {kernel.write_box = array<i64: 0, 2, 4, 2>} : memref<4x2xf32>, memref<4x6xf32>
+  kernel.return
+}

@@ -38,17 +38,32 @@ using namespace kiln::kernel;
 static constexpr llvm::StringLiteral kOriginAttr = "kernel.origin";
 
 namespace {
-/// A run of launches being collected, with the buffers it touches.
+/// A box of a buffer: offsets then sizes.
+using Box = ArrayRef<int64_t>;
+
+/// A run of launches being collected, with the buffers it touches: roots
+/// read, roots written wholly, and buffers written only in boxes.
 struct LaunchRun {
   SmallVector<LaunchOp> launches;
   llvm::DenseSet<Value> read, written;
+  llvm::DenseMap<Value, SmallVector<Box>> boxes;
 
   void clear() {
     launches.clear();
     read.clear();
     written.clear();
+    boxes.clear();
   }
 };
+
+/// Whether two boxes of one buffer share no element.
+bool areDisjoint(Box a, Box b) {
+  size_t rank = a.size() / 2;
+  for (size_t d = 0; d < rank; ++d)
+    if (a[d] + a[rank + d] <= b[d] || b[d] + b[rank + d] <= a[d])
+      return true;
+  return false;
+}
 } // namespace
 
 /// Whether `launch` may join a run: a kernel with work (range > 0) whose
@@ -61,17 +76,43 @@ static bool isMergeable(LaunchOp launch, FuncOp kernel,
   return access.getElementwiseOperandPairs(launch).empty();
 }
 
+/// The box `launch` writes of `operand`, if it declares one and writes
+/// only that operand.
+static std::optional<Box> getWriteBox(LaunchOp launch, Value operand,
+                                      ArrayRef<BufferAccess> operandAccess) {
+  auto box = launch->getAttrOfType<DenseI64ArrayAttr>(
+      KernelDialect::kWriteBoxAttr);
+  auto type = dyn_cast<MemRefType>(operand.getType());
+  if (!box || !type || box.size() != 2 * type.getRank() ||
+      llvm::count_if(operandAccess, writes) != 1)
+    return std::nullopt;
+  return box.asArrayRef();
+}
+
 /// Whether `launch` touches none of the buffers the run writes and writes
-/// none the run reads.
+/// none the run reads; disjoint boxes of one buffer are no conflict.
 static bool isIndependent(const LaunchRun &run, LaunchOp launch,
                           ArrayRef<BufferAccess> operandAccess) {
   for (auto [operand, access] :
        llvm::zip_equal(launch->getOperands(), operandAccess)) {
     Value root = getRootBuffer(operand);
-    if (access != BufferAccess::None && run.written.contains(root))
+    if (access == BufferAccess::None)
+      continue;
+    if (run.written.contains(root))
       return false;
     if (writes(access) && run.read.contains(root))
       return false;
+    std::optional<Box> box = getWriteBox(launch, operand, operandAccess);
+    for (auto &[written, boxes] : run.boxes) {
+      if (getRootBuffer(written) != root)
+        continue;
+      // Boxes compare only in the coordinates of one buffer value.
+      if (reads(access) || !box || written != operand ||
+          !llvm::all_of(boxes, [&](Box other) {
+            return areDisjoint(*box, other);
+          }))
+        return false;
+    }
   }
   return true;
 }
@@ -84,7 +125,11 @@ static void addToRun(LaunchRun &run, LaunchOp launch,
     Value root = getRootBuffer(operand);
     if (reads(access))
       run.read.insert(root);
-    if (writes(access))
+    if (!writes(access))
+      continue;
+    if (std::optional<Box> box = getWriteBox(launch, operand, operandAccess))
+      run.boxes[operand].push_back(*box);
+    else
       run.written.insert(root);
   }
 }
