@@ -154,10 +154,10 @@ kiln::cli::compileForTraining(StringRef modelPath,
                              "': " + buffer.getError().message());
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
-              "inference={5}\ncpu={6}\nmemory_budget={7}\n",
+              "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
-              describeHostCpu(options.cpu), budget)
+              describeHostCpu(options.cpu), budget, options.fuse)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
@@ -182,6 +182,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
     return createStringError("cannot build the training step (see above)");
   KernelPipelineOptions pipeline;
   pipeline.memoryBudget = budget;
+  pipeline.fuse = options.fuse;
   buildKernelPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return createStringError("compilation failed (see above)");

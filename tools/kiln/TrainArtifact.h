@@ -36,6 +36,9 @@ struct TrainCompileOptions {
   /// The bytes the training step's peak_bytes must fit in (overrides the
   /// train block's `memory`); over it, compilation fails.
   std::optional<int64_t> memoryBudget;
+  /// Fuse (--graph-fuse, --kernel-merge-launches); `--no-fuse` clears it,
+  /// for measuring what fusion buys.
+  bool fuse = true;
   /// Compile only the inference entries (predict, eval_step), for sampling
   /// from a checkpoint: no training step, no optimizer state.
   bool inferenceOnly = false;

@@ -59,6 +59,11 @@ static cl::opt<std::string> trainMemoryBudget(
              "SIZE (80GiB, 512MiB, 1.5GB or bytes; default: the train "
              "block's `memory`)"),
     cl::value_desc("SIZE"), TRAIN_OPTION);
+static cl::opt<bool> trainNoFuse(
+    "no-fuse",
+    cl::desc("Compile without fusion (one kernel per op, no merged "
+             "launches), to measure what fusion buys"),
+    TRAIN_OPTION);
 static cl::opt<int64_t>
     untilStep("until",
               cl::desc("Stop after this step; the schedule still spans "
@@ -224,6 +229,7 @@ int kiln::cli::runTrain() {
   if (stepsOption.getNumOccurrences())
     compileOptions.steps = stepsOption;
   compileOptions.device = device;
+  compileOptions.fuse = !trainNoFuse;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;
     std::optional<int64_t> budget =

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# What fusion buys (issue 4): kernels per training step and CPU step time,
+# fused against unfused (`--no-fuse`: one kernel per op, no merged
+# launches), measured in the same run.
+#
+#   bench/fusion.sh [MODEL.kiln]        default examples/gpt.kiln
+#
+# (a) Kernels per step from `kiln compile MODEL --stats` with and without
+#     --no-fuse: launches + library calls (GEMMs), the optimizer's share
+#     apart; the bar is fused <= 0.5 x unfused.
+# (b) Step time: 3 repetitions of `kiln train MODEL --steps 110` each way,
+#     alternating so a slow spell of the machine hits both; each run's
+#     median after 10 warm-up steps, then the median of the 3; the ratio
+#     unfused / fused (> 1: fusion is faster). The losses of the two must
+#     agree bit for bit (fusion changes kernels, not arithmetic): the
+#     script fails otherwise.
+#
+# Timings are meaningless while something else runs on the cores: the
+# script holds the build lock (/tmp/kiln-build.lock) for its run, re-running
+# itself under it. About 2 minutes on 2 cores. Outputs in build/bench/fusion/
+# (KILN_BENCH_OUT overrides it).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOCK=/tmp/kiln-build.lock
+KILN=${KILN:-$ROOT/build/bin/kiln}
+OUT=${KILN_BENCH_OUT:-$ROOT/build/bench}/fusion
+MODEL=${1:-examples/gpt.kiln}
+STEPS=110   # > the GPT's 100 warm-up steps, which its cosine schedule needs
+SKIP=10
+REPEATS=3
+
+if [[ ${KILN_BENCH_LOCKED:-} != 1 ]]; then
+  echo "taking the build lock $LOCK (waiting for running builds) ..." >&2
+  KILN_BENCH_LOCKED=1 exec flock "$LOCK" "$0" "$@"
+fi
+cd "$ROOT"
+[[ -x $KILN ]] || { echo "error: $KILN is missing; build first" >&2; exit 1; }
+mkdir -p "$OUT"
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+load() { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
+
+echo "== (a) kernels per training step: $MODEL"
+"$KILN" compile "$MODEL" --stats >"$OUT/stats.fused.json"
+"$KILN" compile "$MODEL" --stats --no-fuse >"$OUT/stats.unfused.json"
+python3 - "$OUT/stats.fused.json" "$OUT/stats.unfused.json" <<'PY'
+import json, sys
+fused, unfused = (json.load(open(p)) for p in sys.argv[1:3])
+for name, d in (("unfused", unfused), ("fused", fused)):
+    print(f"   {name:8} kernels {d['kernels']:4}  (launches {d['launches']}, "
+          f"library calls {d['library_calls']}; optimizer {d['kernels_optimizer']})")
+ratio = fused["kernels"] / unfused["kernels"]
+print(f"   fused / unfused = {ratio:.3f}  (bar: <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
+PY
+
+echo
+echo "== (b) step time: $REPEATS x $STEPS steps each way, median after $SKIP warm-up steps"
+echo "   $(load)"
+TOKENS=(--tokens examples/data/text/train.txt)
+[[ $MODEL == *gpt* ]] || TOKENS=()
+for r in $(seq 1 $REPEATS); do
+  for mode in fused unfused; do
+    flags=()
+    [[ $mode == unfused ]] && flags=(--no-fuse)
+    "$KILN" train "$MODEL" --steps $STEPS --quiet "${TOKENS[@]}" "${flags[@]}" \
+      --metrics "$OUT/time.$mode.$r.jsonl" >"$OUT/time.$mode.$r.log" 2>&1 ||
+      { cat "$OUT/time.$mode.$r.log" >&2; exit 1; }
+    python3 bench/metrics_summary.py "$OUT/time.$mode.$r.jsonl" --skip $SKIP \
+      >"$OUT/time.$mode.$r.json"
+  done
+  printf '   repetition %d: fused %.1f ms/step, unfused %.1f ms/step  %s\n' "$r" \
+    "$(json "$OUT/time.fused.$r.json" "d['median_step_ms']")" \
+    "$(json "$OUT/time.unfused.$r.json" "d['median_step_ms']")" "$(load)"
+done
+python3 - "$OUT" $REPEATS <<'PY'
+import json, statistics, sys
+out, repeats = sys.argv[1], int(sys.argv[2])
+def median(mode):
+    return statistics.median(json.load(open(f"{out}/time.{mode}.{r}.json"))["median_step_ms"]
+                             for r in range(1, repeats + 1))
+def losses(mode):
+    return [json.loads(line)["loss"] for line in open(f"{out}/time.{mode}.1.jsonl")
+            if '"loss"' in line]
+fused, unfused = median("fused"), median("unfused")
+print(f"   median: fused {fused:.1f} ms/step, unfused {unfused:.1f} ms/step: "
+      f"unfused / fused = {unfused / fused:.2f} ({'fusion faster' if fused < unfused else 'fusion NOT faster'})")
+a, b = losses("fused"), losses("unfused")
+same = a == b and len(a) > 0
+print(f"   losses of {len(a)} steps fused vs unfused: {'identical' if same else 'DIFFERENT'}")
+sys.exit(0 if same else 1)
+PY
