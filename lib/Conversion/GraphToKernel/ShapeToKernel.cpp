@@ -67,24 +67,20 @@ static void launchBoxCopy(KernelLowering &lowering, Operation *op,
 }
 
 namespace {
-/// NumPy broadcasting: input dims align right; size-1 dims repeat.
-struct BroadcastToKernel : OpToKernelPattern<graph::BroadcastOp> {
-  LogicalResult lowerOp(graph::BroadcastOp op,
-                        KernelLowering &lowering) const override {
-    ArrayRef<int64_t> in = op.getInput().getType().getShape();
+/// Broadcast (input dims align right; size-1 dims repeat) and transpose
+/// (result dim i is input dim perm[i]): a copy over the result that reads
+/// the input at the op's index map (FusibleOpInterface).
+template <typename OpTy>
+struct IndexMapCopyToKernel : OpToKernelPattern<OpTy> {
+  LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
     ArrayRef<int64_t> out = op.getType().getShape();
+    AffineMap map = cast<graph::FusibleOpInterface>(op.getOperation())
+                        .getOperandIndexMap(0, 0);
     Value result = lowering.allocateResult(op.getResult());
-    int64_t skipped = out.size() - in.size();
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(),
         {lowering.lookup(op.getInput()), result}, kb::rangeOfShape(out),
         grainOfShape(out), [&](OpBuilder &b, Location loc, ValueRange args) {
-          SmallVector<AffineExpr> exprs;
-          for (auto [d, dim] : llvm::enumerate(in))
-            exprs.push_back(dim == 1 && out[skipped + d] != 1
-                                ? b.getAffineConstantExpr(0)
-                                : b.getAffineDimExpr(skipped + d));
-          AffineMap map = AffineMap::get(out.size(), 0, exprs, b.getContext());
           kb::parallelGeneric(b, loc, args[0], map, args[1], copyScalar);
         });
     lowering.bind(op.getResult(), result);
@@ -98,29 +94,6 @@ struct ReshapeToKernel : OpToKernelPattern<graph::ReshapeOp> {
                         KernelLowering &lowering) const override {
     lowering.bind(op.getResult(), lowering.view(lowering.lookup(op.getInput()),
                                                 op.getType().getShape()));
-    return success();
-  }
-};
-
-/// Result dim i is input dim perm[i].
-struct TransposeToKernel : OpToKernelPattern<graph::TransposeOp> {
-  LogicalResult lowerOp(graph::TransposeOp op,
-                        KernelLowering &lowering) const override {
-    ArrayRef<int64_t> perm = op.getPerm();
-    ArrayRef<int64_t> out = op.getType().getShape();
-    Value result = lowering.allocateResult(op.getResult());
-    lowering.launch(
-        op.getLoc(), op->getName().getStringRef(),
-        {lowering.lookup(op.getInput()), result}, kb::rangeOfShape(out),
-        grainOfShape(out), [&](OpBuilder &b, Location loc, ValueRange args) {
-          // Input dim perm[i] is indexed by loop dim i.
-          SmallVector<AffineExpr> exprs(perm.size());
-          for (auto [i, p] : llvm::enumerate(perm))
-            exprs[p] = b.getAffineDimExpr(i);
-          AffineMap map = AffineMap::get(out.size(), 0, exprs, b.getContext());
-          kb::parallelGeneric(b, loc, args[0], map, args[1], copyScalar);
-        });
-    lowering.bind(op.getResult(), result);
     return success();
   }
 };
@@ -173,9 +146,9 @@ struct SplitToKernel : OpToKernelPattern<graph::SplitOp> {
 } // namespace
 
 void kiln::populateShapeToKernelPatterns(GraphToKernelPatternSet &patterns) {
-  patterns.add<BroadcastToKernel>();
+  patterns.add<IndexMapCopyToKernel<graph::BroadcastOp>>();
   patterns.add<ReshapeToKernel>();
-  patterns.add<TransposeToKernel>();
+  patterns.add<IndexMapCopyToKernel<graph::TransposeOp>>();
   patterns.add<SliceToKernel>();
   patterns.add<ConcatToKernel>();
   patterns.add<SplitToKernel>();
