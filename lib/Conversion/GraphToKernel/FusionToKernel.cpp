@@ -17,6 +17,7 @@
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
@@ -119,11 +120,16 @@ struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
     for (Value yielded : fusion.getYield().getValues())
       collector.collect(yielded, identity);
 
-    // Flat when every input is read at the identity: one dim of `count`.
+    // Flat when every input is read at the identity of its own shape, the
+    // iteration space (not a slice or split piece at offset 0 of a larger
+    // one): one dim of `count`.
     int64_t count = resultType.getNumElements();
-    bool flat = rank != 1 && llvm::all_of(collector.inputs, [&](auto &entry) {
-      return entry.first.second == identity;
-    });
+    bool flat =
+        rank != 1 && llvm::all_of(collector.inputs, [&](auto &entry) {
+          return entry.first.second == identity &&
+                 cast<ShapedType>(entry.first.first.getType()).getShape() ==
+                     shape;
+        });
     AffineMap iterationMap =
         flat ? AffineMap::getMultiDimIdentityMap(1, context) : identity;
     auto asIterated = [&](Value buffer) {
@@ -155,13 +161,36 @@ struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
           [&](OpBuilder &b, Location loc, ValueRange args) {
             unsigned numLoops = flat ? 1 : rank;
             SmallVector<AffineMap> maps(inputMaps);
+            // An input read at a plain loop index along a longer dim (a
+            // slice or split piece at offset 0) is seen through a subview
+            // of the loop's extent there: linalg requires equal sizes where
+            // an operand is indexed by a loop alone.
+            SmallVector<Value> ins(args.take_front(numInputs));
+            for (unsigned i = 0; i < numInputs && !flat; ++i) {
+              auto type = cast<MemRefType>(ins[i].getType());
+              SmallVector<int64_t> sizes(type.getShape());
+              bool trim = false;
+              for (auto [j, expr] : llvm::enumerate(maps[i].getResults())) {
+                auto dim = dyn_cast<AffineDimExpr>(expr);
+                if (dim && sizes[j] > shape[dim.getPosition()]) {
+                  sizes[j] = shape[dim.getPosition()];
+                  trim = true;
+                }
+              }
+              if (!trim)
+                continue;
+              SmallVector<int64_t> zeros(sizes.size(), 0),
+                  ones(sizes.size(), 1);
+              ins[i] =
+                  memref::SubViewOp::create(b, loc, ins[i], zeros, sizes, ones);
+            }
             maps.append(args.size() - numInputs,
                         AffineMap::getMultiDimIdentityMap(numLoops, context));
             SmallVector<utils::IteratorType> iterators(
                 numLoops, utils::IteratorType::parallel);
             linalg::GenericOp::create(
-                b, loc, TypeRange{}, args.take_front(numInputs),
-                args.drop_front(numInputs), maps, iterators,
+                b, loc, TypeRange{}, ins, args.drop_front(numInputs), maps,
+                iterators,
                 [&](OpBuilder &nested, Location nestedLoc, ValueRange scalars) {
                   FusionPayload payload(nested, nestedLoc, fusion,
                                         collector.inputs,
