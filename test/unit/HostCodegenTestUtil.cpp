@@ -174,8 +174,7 @@ bool PlanRunner::run(const std::string &name, Chunking chunking) {
 // The comparison harness
 //===----------------------------------------------------------------------===//
 
-/// The raw bytes of an interpreter tensor, in its element type.
-static std::vector<uint8_t> bytesOf(const interp::Tensor &tensor) {
+std::vector<uint8_t> kiln::test::bytesOf(const interp::Tensor &tensor) {
   auto copy = [](auto values) {
     const auto *begin = reinterpret_cast<const uint8_t *>(values.data());
     return std::vector<uint8_t>(begin,
@@ -193,9 +192,8 @@ static std::vector<uint8_t> bytesOf(const interp::Tensor &tensor) {
   }
 }
 
-/// ‖computed - reference‖ / ‖reference‖ (0 when both are zero).
-static double relativeError(const interp::Tensor &reference,
-                            const std::vector<uint8_t> &computed) {
+double kiln::test::relativeError(const interp::Tensor &reference,
+                                 const std::vector<uint8_t> &computed) {
   double difference = 0.0, norm = 0.0;
   interp::ElementType type = reference.getElementType();
   for (int64_t i = 0, e = reference.getNumElements(); i < e; ++i) {

@@ -94,6 +94,14 @@ Comparison compileAndCompare(mlir::ModuleOp module, llvm::StringRef function,
                              const interp::RunOptions &options = {},
                              bool initializeParams = false);
 
+/// The raw bytes of an interpreter tensor, in its element type.
+std::vector<uint8_t> bytesOf(const interp::Tensor &tensor);
+
+/// ‖computed - reference‖ / ‖reference‖ over the elements of `reference`
+/// (`computed` holds them in its element type); 0 when both are zero.
+double relativeError(const interp::Tensor &reference,
+                     const std::vector<uint8_t> &computed);
+
 /// `source` with every `$T` replaced by the element type `type` ("f32"), so
 /// one IR text serves every precision.
 std::string instantiate(const char *source, llvm::StringRef type);
