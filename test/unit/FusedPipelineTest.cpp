@@ -16,8 +16,9 @@
 //     bit.
 // Many graphs share one module (each function is its own entry), so that
 // one compilation serves many graphs. Both example models, with their
-// training entries, must also give the same bits fused and unfused. The test fails when no fusion or merged
-// launch happened, so that it cannot pass vacuously.
+// training entries, must also give the same bits fused and unfused. The test
+// fails when no fusion or merged launch happened, so that it cannot pass
+// vacuously.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -303,7 +305,19 @@ private:
       unary("relu", v, std::max(x.low, 0.0), std::max(x.high, 0.0));
       return;
     default:
-      unary("gelu", v, std::min(x.low, -0.2), std::max(x.high, 0.0));
+      // f32 GELU's left tail is ill-conditioned against the interpreter:
+      // 1 + tanh(inner) cancels, so the few ulp by which the cpu backend's
+      // f32 tanh (a rational approximation) differs from libm's become a
+      // large relative error: 3.0e-5 for a broadcast scalar in [-4, 0),
+      // and a non-zero result where the interpreter's is 0 for a large
+      // negative input (seeds 3 and 1 of KILN_FUSED_TEST_SEED). A tensor
+      // entirely in that tail fails the per-tensor tolerance for that
+      // reason alone, fused or not, so f32 inputs that may be below -1.5
+      // are squashed by tanh first; f64 GELU (libm tanh) takes any input.
+      if (!x.f64 && x.low < -1.5)
+        v = tanhOf(v);
+      unary("gelu", v, std::min(values[v].low, -0.2),
+            std::max(values[v].high, 0.0));
       return;
     }
   }
@@ -951,9 +965,19 @@ void FusedPipelineTest::checkGraphs(std::vector<GenGraph> graphs, uint64_t seed,
 
 } // namespace
 
+/// KILN_FUSED_TEST_SEED and KILN_FUSED_TEST_GRAPHS override the seed and
+/// the number of graphs, for longer runs by hand.
+static uint64_t fromEnvironment(const char *name, uint64_t fallback) {
+  const char *value = std::getenv(name);
+  return value && *value ? std::strtoull(value, nullptr, 0) : fallback;
+}
+
 TEST_F(FusedPipelineTest, RandomGraphsMatchInterpreterAndUnfused) {
+  uint64_t seed = fromEnvironment("KILN_FUSED_TEST_SEED", 20261130);
+  int count = static_cast<int>(fromEnvironment("KILN_FUSED_TEST_GRAPHS", 320));
   Figures figures;
-  checkRandomGraphs(/*seed=*/20261130, /*count=*/320, /*batch=*/40, figures);
+  checkRandomGraphs(seed, count, /*batch=*/40, figures);
+  std::printf("[ fused ] seed %llu\n", static_cast<unsigned long long>(seed));
   std::printf("[ fused ] %d graphs (%d pure f64): %d graph.fusion ops "
               "(%d multi-output, %d ops inside) in %d graphs; %d merged "
               "kernels, graphs with a merged launch: %d; launches %d fused vs "
@@ -970,7 +994,7 @@ TEST_F(FusedPipelineTest, RandomGraphsMatchInterpreterAndUnfused) {
               "results: %d; %.1f s compiling\n",
               figures.pipelineFailures, figures.failures,
               figures.compileSeconds);
-  EXPECT_EQ(figures.graphs, 320);
+  EXPECT_EQ(figures.graphs, count);
   // Not vacuous: fusion and launch merging happened in many graphs.
   EXPECT_GE(figures.graphsWithFusion * 4, figures.graphs);
   EXPECT_GT(figures.multiOutputFusions, 0);
