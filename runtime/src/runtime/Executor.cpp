@@ -27,8 +27,10 @@ using namespace kiln::runtime;
 static constexpr int64_t kChunksPerThread = 4;
 /// Below this many multiply-adds a GEMM is not worth splitting.
 static constexpr int64_t kSingleThreadedGemmWork = 65536 * 4;
-/// Rows of C a GEMM task computes are a multiple of this.
-static constexpr int64_t kGemmRowBlock = 64;
+/// Rows and columns of C a GEMM task computes are multiples of this.
+static constexpr int64_t kGemmBlock = 64;
+/// GEMM tasks per thread, for balance when a core is slowed down.
+static constexpr int64_t kGemmTasksPerThread = 4;
 
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
@@ -154,54 +156,77 @@ void Session::runGemm(const PreparedOp &op) {
   auto ld = [](int64_t value) {
     return static_cast<blasint>(value > 0 ? value : 1);
   };
-  // Rows [row, row + rows) of C for one batch entry. Row-major: rows of
-  // C and of A (stored k x m when transposed: columns of the stored A).
-  auto multiply = [&](int64_t batch, int64_t row, int64_t rows) {
+  // The block [row, row + rows) x [column, column + columns) of C for one
+  // batch entry, from the same rows of A (columns of the stored A when
+  // transposed) and columns of B (rows of the stored B when transposed).
+  auto multiply = [&](int64_t batch, int64_t row, int64_t rows,
+                      int64_t column, int64_t columns) {
     int64_t aOffset = batch * call.stride_a() +
                       (call.transpose_a() ? row : row * call.lda());
-    int64_t cOffset = batch * call.stride_c() + row * call.ldc();
+    int64_t bOffset = batch * call.stride_b() +
+                      (call.transpose_b() ? column * call.ldb() : column);
+    int64_t cOffset = batch * call.stride_c() + row * call.ldc() + column;
     if (call.dtype() == plan::DType::F32)
-      cblas_sgemm(CblasRowMajor, ta, tb, rows, n, k,
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, columns, k,
                   static_cast<float>(call.alpha()),
                   static_cast<const float *>(a) + aOffset, ld(call.lda()),
-                  static_cast<const float *>(b) + batch * call.stride_b(),
-                  ld(call.ldb()), static_cast<float>(call.beta()),
+                  static_cast<const float *>(b) + bOffset, ld(call.ldb()),
+                  static_cast<float>(call.beta()),
                   static_cast<float *>(c) + cOffset, ld(call.ldc()));
     else
-      cblas_dgemm(CblasRowMajor, ta, tb, rows, n, k, call.alpha(),
+      cblas_dgemm(CblasRowMajor, ta, tb, rows, columns, k, call.alpha(),
                   static_cast<const double *>(a) + aOffset, ld(call.lda()),
-                  static_cast<const double *>(b) + batch * call.stride_b(),
-                  ld(call.ldb()), call.beta(),
-                  static_cast<double *>(c) + cOffset, ld(call.ldc()));
+                  static_cast<const double *>(b) + bOffset, ld(call.ldb()),
+                  call.beta(), static_cast<double *>(c) + cOffset,
+                  ld(call.ldc()));
   };
   // OpenBLAS runs on the calling thread (useSingleThreadedBlas): the pool
   // spreads the work, so that one set of threads owns the cores. A large
-  // product is split into blocks of rows of C, each a multiple of
-  // kGemmRowBlock rows so that every element is computed by the same
-  // micro-kernel whatever the split; a batch of small products (the
-  // attention heads) is spread by entry. Each task writes its own rows of
-  // C: the results do not depend on the split or the thread count.
+  // product is cut into tiles of C of whole kGemmBlock-row (or column)
+  // blocks, so that every element is computed by the same micro-kernel
+  // with the same k order whatever the cut, several tiles per thread so
+  // that a core slowed by another process does not hold up the step; a
+  // batch of small products (the attention heads) is spread by entry.
+  // Each task writes its own tile of C: the results do not depend on the
+  // split or the thread count.
   int64_t batches = call.batch();
   int64_t threads = static_cast<int64_t>(pool_->size());
-  int64_t parts = 1;
-  if (threads > 1 && m * n * k > kSingleThreadedGemmWork)
-    parts = std::min(threads, m / kGemmRowBlock);
+  int64_t rowBlocks = m / kGemmBlock, columnBlocks = n / kGemmBlock;
+  int64_t wanted = threads * kGemmTasksPerThread;
+  int64_t rowParts = 1, columnParts = 1;
+  if (threads > 1 && m * n * k > kSingleThreadedGemmWork) {
+    rowParts = std::max<int64_t>(1, std::min(wanted, rowBlocks));
+    if (rowParts < wanted)
+      columnParts = std::max<int64_t>(
+          1, std::min((wanted + rowParts - 1) / rowParts, columnBlocks));
+  }
+  int64_t parts = rowParts * columnParts;
   if (parts <= 1) {
     if (batches > 1 && threads > 1)
-      pool_->parallelFor(batches, [&](int64_t batch) { multiply(batch, 0, m); });
+      pool_->parallelFor(batches,
+                         [&](int64_t batch) { multiply(batch, 0, m, 0, n); });
     else
       for (int64_t batch = 0; batch < batches; ++batch)
-        multiply(batch, 0, m);
+        multiply(batch, 0, m, 0, n);
     return;
   }
-  int64_t blocks = m / kGemmRowBlock;
+  // Part p of `count` blocks of a dim of `size`: whole blocks, the rest of
+  // the dim to the last part.
+  auto bounds = [](int64_t part, int64_t partCount, int64_t blocks,
+                   int64_t size) {
+    int64_t first = blocks * part / partCount * kGemmBlock;
+    int64_t last = part + 1 == partCount
+                       ? size
+                       : blocks * (part + 1) / partCount * kGemmBlock;
+    return std::make_pair(first, last);
+  };
   pool_->parallelFor(batches * parts, [&](int64_t task) {
     int64_t batch = task / parts, part = task % parts;
-    int64_t first = blocks * part / parts * kGemmRowBlock;
-    int64_t last =
-        part + 1 == parts ? m : blocks * (part + 1) / parts * kGemmRowBlock;
-    if (last > first)
-      multiply(batch, first, last - first);
+    auto [row, rowEnd] = bounds(part / columnParts, rowParts, rowBlocks, m);
+    auto [column, columnEnd] =
+        bounds(part % columnParts, columnParts, columnBlocks, n);
+    if (rowEnd > row && columnEnd > column)
+      multiply(batch, row, rowEnd - row, column, columnEnd - column);
   });
 }
 
