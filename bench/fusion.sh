@@ -15,6 +15,10 @@
 #     agree bit for bit (fusion changes kernels, not arithmetic): the
 #     script fails otherwise.
 #
+# (c) Where the time goes: `kiln train --profile` both ways; the time in
+#     GEMMs (the same library calls either way) and in everything else (the
+#     generated kernels, which fusion changes), summed over the run.
+#
 # Timings are meaningless while something else runs on the cores: the
 # script holds the build lock (/tmp/kiln-build.lock) for its run, re-running
 # itself under it. About 2 minutes on 2 cores. Outputs in build/bench/fusion/
@@ -87,4 +91,29 @@ a, b = losses("fused"), losses("unfused")
 same = a == b and len(a) > 0
 print(f"   losses of {len(a)} steps fused vs unfused: {'identical' if same else 'DIFFERENT'}")
 sys.exit(0 if same else 1)
+PY
+
+echo
+echo "== (c) time in ops over $STEPS steps (kiln train --profile), GEMMs apart"
+for mode in fused unfused; do
+  flags=()
+  [[ $mode == unfused ]] && flags=(--no-fuse)
+  "$KILN" train "$MODEL" --steps $STEPS --profile "${TOKENS[@]}" "${flags[@]}" \
+    >"$OUT/profile.$mode.txt" 2>&1 ||
+    { cat "$OUT/profile.$mode.txt" >&2; exit 1; }
+done
+python3 - "$OUT" <<'PY'
+import re, sys
+out = sys.argv[1]
+def split(mode):
+    text = open(f"{out}/profile.{mode}.txt").read()
+    total = float(re.search(r"profile: ([0-9.]+) ms in ops", text).group(1))
+    gemm = sum(float(m.group(1)) for m in
+               re.finditer(r"^\s+([0-9.]+)\s+[0-9.]+\s+\d+\s+gemm ", text, re.M))
+    return total, gemm, total - gemm
+for mode in ("fused", "unfused"):
+    total, gemm, rest = split(mode)
+    print(f"   {mode:8} {total:8.1f} ms in ops: GEMMs {gemm:8.1f} ms, other kernels {rest:7.1f} ms")
+f, u = split("fused"), split("unfused")
+print(f"   other kernels unfused / fused = {u[2] / f[2]:.2f}")
 PY
