@@ -49,6 +49,9 @@ def Kernel_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kNameAttr = "kernel.name";
     static constexpr ::llvm::StringLiteral kKindAttr = "kernel.kind";
     static constexpr ::llvm::StringLiteral kInitAttr = "kernel.init";
+    /// On an entry's scheduled op: the graph op(s) it implements, as the
+    /// plan's Op.name and the profile show them ("a+b" for a merged launch).
+    static constexpr ::llvm::StringLiteral kOriginAttr = "kernel.origin";
     /// Buffer names of the runtime-provided buffers.
     static constexpr ::llvm::StringLiteral kRngStateName = "kiln.rng_state";
     static constexpr ::llvm::StringLiteral kStatusName = "kiln.status";

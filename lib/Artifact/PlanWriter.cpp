@@ -293,7 +293,8 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
   } else {
     return op->emitError() << "has no plan op";
   }
-  auto origin = op->getAttrOfType<StringAttr>("kernel.origin");
+  auto origin =
+      op->getAttrOfType<StringAttr>(kernel::KernelDialect::kOriginAttr);
   auto name = fbb.CreateString(origin ? origin.str()
                                       : op->getName().getStringRef().str());
   auto loc = buildLoc(op->getLoc());

@@ -19,8 +19,6 @@
 using namespace mlir;
 using namespace kiln;
 
-static constexpr llvm::StringLiteral kOriginAttr = "kernel.origin";
-
 /// FLOPs of a graph function, from its ops' CostOpInterface.
 static int64_t countFlops(func::FuncOp function) {
   int64_t flops = 0;
@@ -34,7 +32,8 @@ static int64_t countFlops(func::FuncOp function) {
 /// learning-rate schedule, the global norm and the clipping scale (a launch
 /// merged by --kernel-merge-launches names its ops joined by '+').
 static bool isOptimizerOp(Operation *op) {
-  auto origin = op->getAttrOfType<StringAttr>(kOriginAttr);
+  auto origin =
+      op->getAttrOfType<StringAttr>(kernel::KernelDialect::kOriginAttr);
   if (!origin)
     return false;
   SmallVector<StringRef> names;

@@ -14,10 +14,6 @@
 using namespace mlir;
 using namespace kiln;
 
-/// The discardable attribute naming the graph op(s) an entry-level op
-/// implements; the plan's Op.name.
-static constexpr llvm::StringLiteral kOriginAttr = "kernel.origin";
-
 StringAttr kiln::getUpdateTarget(func::FuncOp function, unsigned index) {
   return function.getResultAttrOfType<StringAttr>(
       index, graph::GraphDialect::kUpdateAttr);
@@ -45,8 +41,8 @@ bool kiln::isEntryArgument(func::FuncOp function, BlockArgument argument) {
 
 KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
                                func::FuncOp source, bool training)
-    : module(module), entry(entry), builder(module.getContext()),
-      training(training) {
+    : module(module), symbols(module), entry(entry),
+      builder(module.getContext()), training(training) {
   builder.setInsertionPointToEnd(&entry.getBody().front());
   // Arguments: bound by position to the source's entry arguments, then one
   // output per result that is not an update (EntryOp construction in
@@ -166,7 +162,8 @@ Value KernelLowering::view(Value buffer, ArrayRef<int64_t> shape) {
 }
 
 void KernelLowering::setOrigin(Operation *op, StringRef origin) {
-  op->setAttr(kOriginAttr, builder.getStringAttr(origin));
+  op->setAttr(kernel::KernelDialect::kOriginAttr,
+              builder.getStringAttr(origin));
 }
 
 kernel::LaunchOp KernelLowering::launch(Location loc, StringRef origin,
@@ -177,17 +174,13 @@ kernel::LaunchOp KernelLowering::launch(Location loc, StringRef origin,
     argumentTypes.push_back(buffer.getType());
 
   // Kernels are numbered module-wide: kN, exported as kiln_kN.
-  SymbolTable symbols(module);
-  std::string name;
-  do
-    name = "k" + std::to_string(nextKernelNumber++);
-  while (symbols.lookup(name));
-
   OpBuilder moduleBuilder(module.getContext());
   moduleBuilder.setInsertionPoint(entry);
   auto kernelFunc = kernel::FuncOp::create(
-      moduleBuilder, loc, name,
+      moduleBuilder, loc,
+      kernel::getUniqueKernelName(symbols, nextKernelNumber),
       moduleBuilder.getFunctionType(argumentTypes, {}), range, grain);
+  symbols.insert(kernelFunc);
   Block *block = moduleBuilder.createBlock(
       &kernelFunc.getBody(), {}, argumentTypes,
       SmallVector<Location>(argumentTypes.size(), loc));

@@ -129,6 +129,8 @@ private:
                                mlir::MemRefType type);
 
   mlir::ModuleOp module;
+  /// The module's symbols, for naming new kernels.
+  mlir::SymbolTable symbols;
   kernel::EntryOp entry;
   mlir::OpBuilder builder;
   bool training;

@@ -13,8 +13,6 @@
 using namespace mlir;
 using namespace kiln::kernel;
 
-/// The attribute naming the graph op a scheduled op implements.
-static constexpr llvm::StringLiteral kOriginAttr = "kernel.origin";
 /// The output holding the loss.
 static constexpr llvm::StringLiteral kLossName = "loss";
 
@@ -73,8 +71,8 @@ std::optional<int64_t> BufferLiveness::lookupPoint(Operation *op) const {
 /// Whether two scheduled ops come from the same graph op: the same
 /// `kernel.origin` and the same location.
 static bool haveSameOrigin(Operation *a, Operation *b) {
-  Attribute origin = a->getAttr(kOriginAttr);
-  return origin && origin == b->getAttr(kOriginAttr) &&
+  Attribute origin = a->getAttr(KernelDialect::kOriginAttr);
+  return origin && origin == b->getAttr(KernelDialect::kOriginAttr) &&
          a->getLoc() == b->getLoc();
 }
 
@@ -141,7 +139,7 @@ void BufferLiveness::buildSchedule(BufferAccessAnalysis &access) {
     }
   }
   for (auto [index, op] : llvm::enumerate(definingOps))
-    if (op && !op->getAttr(kOriginAttr))
+    if (op && !op->getAttr(KernelDialect::kOriginAttr))
       sameOrigin[index] = false;
 }
 

@@ -70,6 +70,15 @@ void FuncOp::print(OpAsmPrinter &printer) {
       getArgAttrsAttrName(), getResAttrsAttrName());
 }
 
+std::string kiln::kernel::getUniqueKernelName(SymbolTable &symbols,
+                                              unsigned &next) {
+  std::string name;
+  do
+    name = "k" + std::to_string(next++);
+  while (symbols.lookup(name));
+  return name;
+}
+
 std::string FuncOp::getExportedSymbol() { return ("kiln_" + getSymName()).str(); }
 
 LogicalResult FuncOp::verify() {

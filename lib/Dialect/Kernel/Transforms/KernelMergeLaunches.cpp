@@ -35,8 +35,6 @@ namespace kiln::kernel {
 using namespace mlir;
 using namespace kiln::kernel;
 
-static constexpr llvm::StringLiteral kOriginAttr = "kernel.origin";
-
 namespace {
 /// A box of a buffer: offsets then sizes.
 using Box = ArrayRef<int64_t>;
@@ -134,15 +132,6 @@ static void addToRun(LaunchRun &run, LaunchOp launch,
   }
 }
 
-/// A kernel name not yet taken in `symbols`.
-static std::string getFreshKernelName(SymbolTable &symbols, unsigned &next) {
-  std::string name;
-  do
-    name = "k" + std::to_string(next++);
-  while (symbols.lookup(name));
-  return name;
-}
-
 /// Replaces the launches of `run` by one launch of a new kernel, where the
 /// last of them was (only allocations and views lie between them).
 static LogicalResult mergeRun(ArrayRef<LaunchOp> run, ModuleOp module,
@@ -165,17 +154,17 @@ static LogicalResult mergeRun(ArrayRef<LaunchOp> run, ModuleOp module,
     kernels.push_back(kernel);
     range += kernel.getRange();
     grain = std::min<int64_t>(grain, kernel.getGrain());
-    if (auto origin = launch->getAttrOfType<StringAttr>(kOriginAttr))
+    if (auto origin =
+            launch->getAttrOfType<StringAttr>(KernelDialect::kOriginAttr))
       origins.insert(origin.getValue());
     locations.push_back(launch.getLoc());
   }
   Location loc = FusedLoc::get(context, locations);
 
   OpBuilder moduleBuilder(kernels.front());
-  auto merged = FuncOp::create(moduleBuilder, loc,
-                               getFreshKernelName(symbols, nextName),
-                               moduleBuilder.getFunctionType(types, {}), range,
-                               grain);
+  auto merged =
+      FuncOp::create(moduleBuilder, loc, getUniqueKernelName(symbols, nextName),
+                     moduleBuilder.getFunctionType(types, {}), range, grain);
   symbols.insert(merged);
   Block *body = moduleBuilder.createBlock(
       &merged.getBody(), {}, types, SmallVector<Location>(types.size(), loc));
@@ -233,7 +222,7 @@ static LogicalResult mergeRun(ArrayRef<LaunchOp> run, ModuleOp module,
       launchBuilder, loc, FlatSymbolRefAttr::get(merged.getSymNameAttr()),
       operands.getArrayRef());
   if (!origins.empty())
-    launch->setAttr(kOriginAttr,
+    launch->setAttr(KernelDialect::kOriginAttr,
                     launchBuilder.getStringAttr(llvm::join(origins, "+")));
   for (LaunchOp old : run)
     old.erase();
@@ -273,10 +262,9 @@ struct KernelMergeLaunchesPass
       }
       flush();
     }
-    // Kernels are numbered after the highest existing one.
-    unsigned nextName = 0;
-    for (auto kernel : module.getOps<FuncOp>())
-      ++nextName;
+    // New kernels are numbered after the existing ones (kN from N = their
+    // count; getUniqueKernelName skips any name taken).
+    unsigned nextName = llvm::range_size(module.getOps<FuncOp>());
     for (ArrayRef<LaunchOp> run : runs)
       if (failed(mergeRun(run, module, symbols, nextName)))
         return signalPassFailure();

@@ -29,4 +29,10 @@ int64_t getBufferSizeInBytes(mlir::MemRefType type);
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Kernel/IR/KernelOps.h.inc"
 
+namespace kiln::kernel {
+/// A kernel name not yet in `symbols` ("kN", exported as kiln_kN), trying
+/// N = next, next + 1, ...; `next` moves past the name returned.
+std::string getUniqueKernelName(mlir::SymbolTable &symbols, unsigned &next);
+} // namespace kiln::kernel
+
 #endif // KILN_DIALECT_KERNEL_IR_KERNELOPS_H
