@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Frontend/Lexer.h"
+#include "kiln/ByteSize.h"
 #include "kiln/Frontend/Diagnostics.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -29,36 +30,14 @@ static constexpr size_t kMaxNumberLength = 400;
 /// Spellings longer than this are abbreviated in messages.
 static constexpr size_t kMaxDescribedSpelling = 32;
 
-namespace {
-struct SizeSuffix {
-  StringRef name;
-  int64_t bytes;
-};
-} // namespace
-
-static constexpr SizeSuffix kSizeSuffixes[] = {
-    {"B", 1},
-    {"KB", 1000},
-    {"MB", 1000 * 1000},
-    {"GB", 1000 * 1000 * 1000},
-    {"TB", int64_t(1000) * 1000 * 1000 * 1000},
-    {"KiB", int64_t(1) << 10},
-    {"MiB", int64_t(1) << 20},
-    {"GiB", int64_t(1) << 30},
-    {"TiB", int64_t(1) << 40},
-};
-
 llvm::ArrayRef<StringRef> kiln::getSizeSuffixes() {
-  static const StringRef names[] = {"B",   "KB",  "MB",  "GB", "TB",
-                                    "KiB", "MiB", "GiB", "TiB"};
+  static const std::vector<StringRef> names = [] {
+    std::vector<StringRef> result;
+    for (const ByteSizeUnit &unit : getByteSizeUnits())
+      result.emplace_back(unit.name.data(), unit.name.size());
+    return result;
+  }();
   return names;
-}
-
-static std::optional<int64_t> lookupSizeSuffix(StringRef suffix) {
-  for (const SizeSuffix &entry : kSizeSuffixes)
-    if (entry.name == suffix)
-      return entry.bytes;
-  return std::nullopt;
 }
 
 StringRef kiln::getTokenKindName(Token::Kind kind) {
@@ -352,7 +331,8 @@ Token Lexer::lexNumber(const char *start) {
                                llvm::Twine(kMaxNumberLength) + " characters)");
 
   if (!suffix.empty()) {
-    std::optional<int64_t> unitBytes = lookupSizeSuffix(suffix);
+    std::optional<int64_t> unitBytes =
+        lookupByteSizeUnit(std::string_view(suffix.data(), suffix.size()));
     if (!unitBytes) {
       if (suffix.front() == 'e' || suffix.front() == 'E')
         return lexError(suffixStart,

@@ -10,24 +10,27 @@
 #include <cstdio>
 #include <limits>
 
-namespace {
-struct Unit {
-  std::string_view name;
-  int64_t bytes;
-};
-} // namespace
+const std::vector<kiln::ByteSizeUnit> &kiln::getByteSizeUnits() {
+  static const std::vector<ByteSizeUnit> units = {
+      {"B", 1},
+      {"KB", 1000},
+      {"MB", 1000 * 1000},
+      {"GB", 1000 * 1000 * 1000},
+      {"TB", int64_t(1000) * 1000 * 1000 * 1000},
+      {"KiB", int64_t(1) << 10},
+      {"MiB", int64_t(1) << 20},
+      {"GiB", int64_t(1) << 30},
+      {"TiB", int64_t(1) << 40},
+  };
+  return units;
+}
 
-static constexpr Unit kUnits[] = {
-    {"B", 1},
-    {"KB", 1000},
-    {"MB", 1000 * 1000},
-    {"GB", 1000 * 1000 * 1000},
-    {"TB", int64_t(1000) * 1000 * 1000 * 1000},
-    {"KiB", int64_t(1) << 10},
-    {"MiB", int64_t(1) << 20},
-    {"GiB", int64_t(1) << 30},
-    {"TiB", int64_t(1) << 40},
-};
+std::optional<int64_t> kiln::lookupByteSizeUnit(std::string_view name) {
+  for (const ByteSizeUnit &unit : getByteSizeUnits())
+    if (unit.name == name)
+      return unit.bytes;
+  return std::nullopt;
+}
 
 static constexpr const char *kExpected =
     "expected a number of bytes, or a number with a unit (B, KB, MB, GB, TB, "
@@ -104,20 +107,17 @@ std::optional<int64_t> kiln::parseByteSize(std::string_view text,
   std::string_view unitName = trim(rest.substr(i));
   int64_t unitBytes = 1;
   if (!unitName.empty()) {
-    const Unit *found = nullptr;
-    for (const Unit &unit : kUnits)
-      if (unit.name == unitName)
-        found = &unit;
+    std::optional<int64_t> found = lookupByteSizeUnit(unitName);
     if (!found) {
       // Units are case-sensitive (Mb would be megabits): name the one meant.
       std::string hint;
-      for (const Unit &unit : kUnits)
+      for (const ByteSizeUnit &unit : getByteSizeUnits())
         if (equalsIgnoringCase(unit.name, unitName))
           hint = " (did you mean '" + std::string(unit.name) + "'?)";
       return fail("invalid size " + quoted + ": unknown unit '" +
                   std::string(unitName) + "'" + hint + "; " + kExpected);
     }
-    unitBytes = found->bytes;
+    unitBytes = *found;
   }
 
   Wide scale = 1;

@@ -17,8 +17,22 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
+
+/// A unit of sizes: its name as written and its bytes.
+struct ByteSizeUnit {
+  std::string_view name;
+  int64_t bytes;
+};
+
+/// The units of the language: B; KB, MB, GB, TB; KiB, MiB, GiB, TiB.
+const std::vector<ByteSizeUnit> &getByteSizeUnits();
+
+/// The bytes of `name` (case-sensitive: Mb would be megabits), if it is a
+/// unit.
+std::optional<int64_t> lookupByteSizeUnit(std::string_view name);
 
 /// Parses `text` (surrounding spaces allowed, and spaces between the number
 /// and its unit). The number is decimal, with an optional fraction; a size
