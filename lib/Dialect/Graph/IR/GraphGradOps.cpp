@@ -47,17 +47,8 @@ LogicalResult SoftmaxGradOp::verify() {
 }
 
 LogicalResult LayerNormGradOp::verify() {
-  if (failed(verifySameElementType(*this, {getInput(), getGamma()},
-                                   {"input", "gamma"})))
-    return failure();
-  double eps = getEps().convertToDouble();
-  if (!(eps >= 0.0) || !std::isfinite(eps))
-    return emitOpError() << "eps must be finite and non-negative, got " << eps;
-  std::string error;
-  if (failed(inferLayerNormShape(shapeOf(getInput()), shapeOf(getGamma()),
-                                 shapeOf(getGamma()), error)))
-    return emitOpError(error);
-  return success();
+  // gamma stands for beta too: they have one shape.
+  return verifyLayerNorm(*this, getInput(), getGamma(), getGamma(), getEps());
 }
 
 LogicalResult ReduceMaxGradOp::verify() {

@@ -188,17 +188,7 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult LayerNormOp::verify() {
   // input/result and gamma/beta types match by AllTypesMatch.
-  if (failed(verifySameElementType(*this, {getInput(), getGamma()},
-                                   {"input", "gamma"})))
-    return failure();
-  double eps = getEps().convertToDouble();
-  if (!(eps >= 0.0) || !std::isfinite(eps))
-    return emitOpError() << "eps must be finite and non-negative, got " << eps;
-  std::string error;
-  if (failed(inferLayerNormShape(shapeOf(getInput()), shapeOf(getGamma()),
-                                 shapeOf(getBeta()), error)))
-    return emitOpError(error);
-  return success();
+  return verifyLayerNorm(*this, getInput(), getGamma(), getBeta(), getEps());
 }
 
 LogicalResult SoftmaxOp::verify() {

@@ -38,6 +38,21 @@ LogicalResult verifier::verifyShape(Operation *op, ShapeOrError inferred,
   return success();
 }
 
+LogicalResult verifier::verifyLayerNorm(Operation *op, Value input, Value gamma,
+                                        Value beta, llvm::APFloat eps) {
+  if (failed(verifySameElementType(op, {input, gamma}, {"input", "gamma"})))
+    return failure();
+  double epsilon = eps.convertToDouble();
+  if (!(epsilon >= 0.0) || !std::isfinite(epsilon))
+    return op->emitOpError()
+           << "eps must be finite and non-negative, got " << epsilon;
+  std::string error;
+  if (failed(inferLayerNormShape(shapeOf(input), shapeOf(gamma), shapeOf(beta),
+                                 error)))
+    return op->emitOpError(error);
+  return success();
+}
+
 LogicalResult verifier::verifyAttentionScale(Operation *op, FloatAttr scale) {
   if (!scale)
     return success();

@@ -38,6 +38,13 @@ mlir::LogicalResult verifyShape(mlir::Operation *op, ShapeOrError inferred,
                                 llvm::ArrayRef<int64_t> actual,
                                 llvm::StringRef name);
 
+/// What layer_norm and its gradient share: input and gamma of one element
+/// type, a finite non-negative `eps`, and gamma/beta of the input's last
+/// dim.
+mlir::LogicalResult verifyLayerNorm(mlir::Operation *op, mlir::Value input,
+                                    mlir::Value gamma, mlir::Value beta,
+                                    llvm::APFloat eps);
+
 /// An explicit attention scale must be finite and positive.
 mlir::LogicalResult verifyAttentionScale(mlir::Operation *op,
                                          mlir::FloatAttr scale);
