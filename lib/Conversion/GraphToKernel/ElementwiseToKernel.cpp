@@ -53,7 +53,8 @@ struct ElementwiseToKernel : OpToKernelPattern<OpTy> {
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
     auto fusible = cast<graph::FusibleOpInterface>(op.getOperation());
     // A math function per element (exp, log, tanh, gelu and their kind).
-    bool transcendental = fusible.getFlopsPerElement() >= 4;
+    bool transcendental =
+        fusible.getFlopsPerElement() >= graph::kExpensiveFlopsPerElement;
     launchElementwise(
         op, lowering,
         [&](OpBuilder &b, Location loc, ValueRange args) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/GraphToKernel/KernelBuilders.h"
+#include "kiln/Dialect/Graph/IR/GraphOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -37,7 +38,7 @@ Value kiln::kb::floatConst(OpBuilder &b, Location loc, Type type,
 
 Value kiln::kb::floatConst(OpBuilder &b, Location loc, Type type,
                            double value) {
-  return floatConst(b, loc, type, roundTo(type, value));
+  return graph::buildFloatConstant(b, loc, type, value);
 }
 
 void kiln::kb::recordStatus(OpBuilder &b, Location loc, Value status,

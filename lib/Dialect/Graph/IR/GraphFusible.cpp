@@ -20,9 +20,8 @@
 using namespace mlir;
 using namespace kiln::graph;
 
-/// `value` rounded to nearest even in `type`, as an arith constant.
-static Value floatConstant(OpBuilder &b, Location loc, Type type,
-                           double value) {
+Value kiln::graph::buildFloatConstant(OpBuilder &b, Location loc, Type type,
+                                      double value) {
   auto floatType = cast<FloatType>(type);
   llvm::APFloat rounded(value);
   bool losesInfo;
@@ -43,7 +42,7 @@ struct Scalar {
   OpBuilder &b;
   Location loc;
   Type type;
-  Value c(double value) { return floatConstant(b, loc, type, value); }
+  Value c(double value) { return buildFloatConstant(b, loc, type, value); }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }

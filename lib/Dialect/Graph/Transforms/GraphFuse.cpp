@@ -24,9 +24,6 @@ namespace kiln::graph {
 using namespace mlir;
 using namespace kiln::graph;
 
-/// From this many FLOPs per element on, an op is not recomputed.
-static constexpr int64_t kExpensiveFlops = 4;
-
 namespace {
 /// How an op belongs to a group.
 enum class Membership {
@@ -144,7 +141,7 @@ private:
   std::optional<Membership> decide(Group &group, Operation *producer,
                                    AffineMap identity) {
     auto fusible = cast<FusibleOpInterface>(producer);
-    bool expensive = fusible.getFlopsPerElement() >= kExpensiveFlops;
+    bool expensive = fusible.getFlopsPerElement() >= kExpensiveFlopsPerElement;
     llvm::SetVector<AffineMap> maps;
     bool usedOutside = false, usedBeforeRoot = false;
     for (OpResult result : producer->getResults()) {

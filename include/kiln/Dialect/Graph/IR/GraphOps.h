@@ -34,6 +34,16 @@ namespace kiln::graph {
 /// Whether `op` may go into a graph.fusion: it implements
 /// FusibleOpInterface and, for a constant, is a splat.
 bool isFusible(mlir::Operation *op);
+
+/// From this many FLOPs per element on (a math function), an op is
+/// expensive: fusion never recomputes it per element, and its kernel's grain
+/// weighs it as such.
+constexpr int64_t kExpensiveFlopsPerElement = 4;
+
+/// The arith constant `value` of float type `type`, rounded to nearest even
+/// (as the interpreter rounds its constants).
+mlir::Value buildFloatConstant(mlir::OpBuilder &builder, mlir::Location loc,
+                               mlir::Type type, double value);
 } // namespace kiln::graph
 
 #endif // KILN_DIALECT_GRAPH_IR_GRAPHOPS_H
