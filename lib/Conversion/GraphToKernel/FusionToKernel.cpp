@@ -28,6 +28,19 @@ namespace {
 /// space.
 using MappedValue = std::pair<Value, AffineMap>;
 
+/// The operands of `value`'s producer, each at the map at which computing
+/// `value` at `map` reads it.
+static SmallVector<MappedValue> getOperandsAt(Value value, AffineMap map) {
+  Operation *producer = value.getDefiningOp();
+  auto fusible = cast<graph::FusibleOpInterface>(producer);
+  unsigned result = cast<OpResult>(value).getResultNumber();
+  SmallVector<MappedValue> operands;
+  for (auto [index, operand] : llvm::enumerate(producer->getOperands()))
+    operands.push_back(
+        {operand, fusible.getOperandIndexMap(result, index).compose(map)});
+  return operands;
+}
+
 /// Walks a fusion region from its yields to the values it reads.
 class FusionInputs {
 public:
@@ -42,10 +55,8 @@ public:
       inputs.insert({{value, map}, inputs.size()});
       return;
     }
-    auto fusible = cast<graph::FusibleOpInterface>(producer);
-    unsigned result = cast<OpResult>(value).getResultNumber();
-    for (auto [index, operand] : llvm::enumerate(producer->getOperands()))
-      collect(operand, fusible.getOperandIndexMap(result, index).compose(map));
+    for (auto [operand, operandMap] : getOperandsAt(value, map))
+      collect(operand, operandMap);
   }
 
   /// The inputs, in order of first use: (value, map) -> input number.
@@ -59,11 +70,10 @@ private:
 /// Builds the payload: the scalar of each (value, map), once.
 class FusionPayload {
 public:
-  FusionPayload(OpBuilder &b, Location loc, graph::FusionOp fusion,
+  FusionPayload(OpBuilder &b,
                 const llvm::MapVector<MappedValue, unsigned> &inputs,
                 ValueRange inputScalars)
-      : b(b), loc(loc), fusion(fusion), inputs(inputs),
-        inputScalars(inputScalars) {}
+      : b(b), inputs(inputs), inputScalars(inputScalars) {}
 
   Value emit(Value value, AffineMap map) {
     auto known = scalars.find({value, map});
@@ -74,14 +84,13 @@ public:
     if (input != inputs.end()) {
       scalar = inputScalars[input->second];
     } else {
-      Operation *producer = value.getDefiningOp();
-      auto fusible = cast<graph::FusibleOpInterface>(producer);
-      unsigned result = cast<OpResult>(value).getResultNumber();
       SmallVector<Value> operands;
-      for (auto [index, operand] : llvm::enumerate(producer->getOperands()))
-        operands.push_back(emit(
-            operand, fusible.getOperandIndexMap(result, index).compose(map)));
-      scalar = fusible.buildScalar(b, producer->getLoc(), result, operands);
+      for (auto [operand, operandMap] : getOperandsAt(value, map))
+        operands.push_back(emit(operand, operandMap));
+      Operation *producer = value.getDefiningOp();
+      scalar = cast<graph::FusibleOpInterface>(producer).buildScalar(
+          b, producer->getLoc(), cast<OpResult>(value).getResultNumber(),
+          operands);
     }
     scalars[{value, map}] = scalar;
     return scalar;
@@ -89,8 +98,6 @@ public:
 
 private:
   OpBuilder &b;
-  Location loc;
-  graph::FusionOp fusion;
   const llvm::MapVector<MappedValue, unsigned> &inputs;
   ValueRange inputScalars;
   llvm::DenseMap<MappedValue, Value> scalars;
@@ -149,8 +156,9 @@ struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
       buffers.push_back(asIterated(results.back()));
     }
 
-    int64_t range = flat || rank == 0 ? (flat ? count : 1) : shape.front();
-    int64_t perIteration = flat ? 1 : std::max<int64_t>(count / std::max<int64_t>(range, 1), 1);
+    int64_t range = flat ? count : kb::rangeOfShape(shape);
+    int64_t perIteration =
+        std::max<int64_t>(count / std::max<int64_t>(range, 1), 1);
     int64_t work = 0;
     for (Operation &op : fusion.getBody().front().without_terminator())
       work += cast<graph::FusibleOpInterface>(op).getFlopsPerElement();
@@ -192,8 +200,7 @@ struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
                 b, loc, TypeRange{}, ins, args.drop_front(numInputs), maps,
                 iterators,
                 [&](OpBuilder &nested, Location nestedLoc, ValueRange scalars) {
-                  FusionPayload payload(nested, nestedLoc, fusion,
-                                        collector.inputs,
+                  FusionPayload payload(nested, collector.inputs,
                                         scalars.take_front(numInputs));
                   SmallVector<Value> yielded;
                   for (Value value : fusion.getYield().getValues())
