@@ -28,9 +28,9 @@ static int64_t countFlops(func::FuncOp function) {
   return flops;
 }
 
-/// Whether a scheduled op implements optimizer ops only: the update, the
-/// learning-rate schedule, the global norm and the clipping scale (a launch
-/// merged by --kernel-merge-launches names its ops joined by '+').
+/// Whether a scheduled op implements optimizer ops only: graph ops with
+/// the OptimizerOpTrait (a launch merged by --kernel-merge-launches names
+/// its ops joined by '+').
 static bool isOptimizerOp(Operation *op) {
   auto origin =
       op->getAttrOfType<StringAttr>(kernel::KernelDialect::kOriginAttr);
@@ -38,15 +38,10 @@ static bool isOptimizerOp(Operation *op) {
     return false;
   SmallVector<StringRef> names;
   origin.getValue().split(names, '+');
-  return llvm::all_of(names, [](StringRef name) {
-    return llvm::is_contained(
-        {graph::SgdUpdateOp::getOperationName(),
-         graph::MomentumUpdateOp::getOperationName(),
-         graph::AdamWUpdateOp::getOperationName(),
-         graph::LrScheduleOp::getOperationName(),
-         graph::GlobalNormOp::getOperationName(),
-         graph::ClipScaleOp::getOperationName()},
-        name);
+  return llvm::all_of(names, [&](StringRef name) {
+    std::optional<RegisteredOperationName> registered =
+        RegisteredOperationName::lookup(name, op->getContext());
+    return registered && registered->hasTrait<graph::OptimizerOpTrait>();
   });
 }
 

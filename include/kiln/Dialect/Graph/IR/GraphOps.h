@@ -27,6 +27,13 @@ int64_t defaultBytesAccessed(mlir::Operation *op);
 
 #include "kiln/Dialect/Graph/IR/GraphInterfaces.h.inc"
 
+namespace kiln::graph {
+/// The trait of the optimizer step's ops (GraphOptimizerOps.td).
+template <typename ConcreteType>
+class OptimizerOpTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, OptimizerOpTrait> {};
+} // namespace kiln::graph
+
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Graph/IR/GraphOps.h.inc"
 
