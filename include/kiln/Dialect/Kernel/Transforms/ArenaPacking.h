@@ -44,8 +44,12 @@ struct ArenaPacking {
 /// lifetime descending, first use ascending; placement of each block at the
 /// lowest offset that clears every interfering block placed before it
 /// (first-fit) or in the smallest such gap (best-fit) -- and returns the
-/// smallest arena found. Deterministic.
+/// smallest arena found; while that is above the live lower bound, up to
+/// 256 seeded restarts of size-descending best-fit with sizes scaled by a
+/// random factor in [1/2, 1]. Deterministic.
 ArenaPacking packArena(llvm::ArrayRef<PackingBlock> blocks);
+/// The most bytes of blocks live at one point: no packing is smaller.
+int64_t getLiveLowerBound(llvm::ArrayRef<PackingBlock> blocks);
 
 /// The arena of one heuristic: `order` is the placement order (a
 /// permutation of the block indices); `bestFit` picks the smallest gap that
