@@ -17,13 +17,16 @@ def ConvertGraphToKernel : Pass<"convert-graph-to-kernel", "::mlir::ModuleOp"> {
     loss and the outputs). Any other graph function becomes an entry of the
     same name; in `train_step`, `grad_step` and `accumulate_step` dropout is
     active, elsewhere it is the identity. Each graph op becomes one kernel
-    (or a GEMM, a copy, a view) for now; fusion comes later. The graph
-    functions are removed.
+    (or a GEMM, a copy, a view); a `graph.fusion` region becomes one kernel
+    (FusionToKernel.cpp), or, when it ends in an anchor, the anchor's
+    kernels reading their fused operand through the region's formulas. The
+    graph functions are removed.
   }];
   let dependentDialects = [
-    "::kiln::kernel::KernelDialect", "::mlir::arith::ArithDialect",
-    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
+    "::kiln::kernel::KernelDialect", "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"];
 }
 
 def ConvertKernelToHostLLVM : Pass<"convert-kernel-to-host-llvm", "::mlir::ModuleOp"> {

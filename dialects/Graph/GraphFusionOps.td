@@ -21,12 +21,25 @@ def Graph_FusionOp : Graph_Op<"fusion", [
     values read, composing the ops' index maps and scalar formulas, so the
     values inside never reach memory. A value used both inside and after
     the region is yielded (a multi-output fusion).
+
+    A region may also end with one anchor (`FusionAnchorOpInterface`: a
+    reduction, a layer norm) whose fused operand the other ops compute: the
+    anchor's kernel reads that operand through their formulas. The anchor's
+    results are yielded first; the other yielded values have the fused
+    operand's shape, which is then the producers' iteration space.
     ```mlir
     %y, %z = graph.fusion -> (tensor<32x64xf32>, tensor<32x64xf32>) {
       %b = graph.broadcast %bias : tensor<64xf32> -> tensor<32x64xf32>
       %s = graph.add %x, %b : tensor<32x64xf32>
       %g = graph.gelu %s : tensor<32x64xf32>
       graph.yield %s, %g : tensor<32x64xf32>, tensor<32x64xf32>
+    }
+    ```
+    ```mlir
+    %y, %h = graph.fusion -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+      %h = graph.add %x, %r : tensor<8x64xf32>
+      %y = graph.layer_norm %h, %g, %b : tensor<8x64xf32>, tensor<64xf32>
+      graph.yield %y, %h : tensor<8x64xf32>, tensor<8x64xf32>
     }
     ```
   }];
@@ -37,6 +50,9 @@ def Graph_FusionOp : Graph_Op<"fusion", [
   let extraClassDeclaration = [{
     /// The terminator of the body.
     ::kiln::graph::YieldOp getYield();
+    /// The region's anchor (its last op, a FusionAnchorOpInterface), or
+    /// null when every op in it is fusible.
+    ::kiln::graph::FusionAnchorOpInterface getAnchor();
   }];
 }
 

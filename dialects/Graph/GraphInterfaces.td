@@ -93,4 +93,28 @@ def Graph_FusibleOpInterface : OpInterface<"FusibleOpInterface"> {
   ];
 }
 
+def Graph_FusionAnchorOpInterface : OpInterface<"FusionAnchorOpInterface"> {
+  let cppNamespace = "::kiln::graph";
+  let description = [{
+    An op whose kernel reads one operand element by element in passes over
+    rows (a reduction, a normalization), so the elementwise producers of
+    that operand can be computed inside its kernel instead of in a kernel of
+    their own: `--graph-fuse` puts such an op at the end of a `graph.fusion`
+    region with the producers of its fused operand, and the op's lowering
+    reads the operand through the producers' formulas. Values of the
+    producers that are also used later are written by the pass that reads
+    every element once.
+  }];
+  let methods = [
+    InterfaceMethod<"The operand the region's producers compute.",
+      "unsigned", "getFusedOperandIndex">,
+    InterfaceMethod<[{
+        How many times the kernel reads each element of the fused operand:
+        a producer computed inside it is computed that many times, so
+        expensive producers join only anchors that read once.
+      }],
+      "int64_t", "getReadsPerElement">,
+  ];
+}
+
 #endif // KILN_GRAPH_INTERFACES_TD

@@ -136,6 +136,7 @@ def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
 
 def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Sum, max or mean over a set of axes.";
   let description = [{
@@ -266,6 +267,7 @@ def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure,
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Layer normalization over the last dim, with gain and bias.";
   let description = [{

@@ -91,7 +91,11 @@ def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise and data-movement ops into graph.fusion "
                 "regions, one kernel each.";
   let description = [{
-    In every function, from the last op up, each fusible op that is not yet
+    First, data movement is moved past concats where that is exact (all
+    inputs transposed by one permutation, or reshaped by merging the same
+    dims into the concat axis, and used only there: ConcatHoisting.cpp), so
+    that it can fuse into the concat's consumers. Then, in every function,
+    from the last op up, each fusible op that is not yet
     grouped roots a group over its shape and pulls in its fusible producers
     (FusibleOpInterface), nearest first, when the cost model agrees:
     - a producer used only inside the group joins it; an expensive one
@@ -107,6 +111,16 @@ def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
       users are all such data movement (a bias add before the q/k/v split),
       so that the original dies and nothing is computed twice beyond a
       cheap op per element.
+    An anchor (FusionAnchorOpInterface: a reduction, a layer norm) roots a
+    group too, over the shape of its fused operand, whose producers join by
+    the same rules; an expensive producer only when the anchor reads each
+    element once (a reduction, not a layer norm's three passes). The anchor
+    ends the region and its kernel reads the operand through the producers'
+    formulas (an add into a bias-gradient sum, a residual add into the next
+    layer norm).
+    An anchor takes at most 8 producers of at most 32 FLOPs per element in
+    all (its kernel is a scalar loop whose formula LLVM's vectorizer
+    analyses in time exponential in the depth of repeated reads).
     A group becomes a `graph.fusion` at its root when at least two of its ops
     would otherwise be kernels of their own (reshapes are views, splat
     constants are free). Ops left without uses are erased.

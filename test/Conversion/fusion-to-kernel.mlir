@@ -68,3 +68,76 @@ func.func @forward(%x: tensor<2x4x8x4xf32> {graph.input = "x"})
   }
   return %r : tensor<2x8x16xf32>
 }
+
+// -----
+
+// An anchored region: the column sum's kernel reads its input through the
+// add (loads of both addends, one addf) and, in that one pass over every
+// element, stores the sum the region also yields. One launch, named after
+// the region's ops.
+
+// CHECK-LABEL: kernel.func @k0
+// CHECK-SAME: (%[[OUT:[^:]*]]: memref<8xf32>, %[[X:[^:]*]]: memref<4x8xf32>, %[[R:[^:]*]]: memref<4x8xf32>, %[[H:[^:]*]]: memref<4x8xf32>)
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: scf.for %[[ROW:[^ ]*]] =
+// CHECK: scf.for %[[COL:[^ ]*]] =
+// CHECK-DAG: %[[XV:.*]] = memref.load %[[X]][%[[ROW]], %[[COL]]]
+// CHECK-DAG: %[[RV:.*]] = memref.load %[[R]][%[[ROW]], %[[COL]]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[XV]], %[[RV]]
+// CHECK: memref.store %[[SUM]], %[[H]][%[[ROW]], %[[COL]]]
+// CHECK: %[[ACC:.*]] = memref.load %[[OUT]][%[[COL]]]
+// CHECK: arith.addf %[[ACC]], %[[SUM]]
+// CHECK-NOT: kernel.func
+// CHECK-LABEL: kernel.entry @predict
+// CHECK-NEXT: kernel.launch @k0({{.*}}) {kernel.origin = "fusion(add,reduce)"}
+// CHECK-NEXT: kernel.return
+func.func @forward(%x: tensor<4x8xf32> {graph.input = "x"},
+                   %r: tensor<4x8xf32> {graph.input = "r"})
+    -> (tensor<8xf32> {graph.output = "s"}, tensor<4x8xf32> {graph.output = "h"}) {
+  %f:2 = graph.fusion -> (tensor<8xf32>, tensor<4x8xf32>) {
+    %h = graph.add %x, %r : tensor<4x8xf32>
+    %s = graph.reduce sum %h {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    graph.yield %s, %h : tensor<8xf32>, tensor<4x8xf32>
+  }
+  return %f#0, %f#1 : tensor<8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A layer norm anchored on a residual add over a broadcast bias, viewed as
+// rows: the first pass (the sum) computes x + bias and stores it into the
+// yielded buffer; the variance and the normalization passes load it back.
+
+// CHECK-LABEL: kernel.func @k0
+// CHECK-SAME: (%[[G:[^:]*]]: memref<8xf32>, %[[BETA:[^:]*]]: memref<8xf32>, %[[Y:[^:]*]]: memref<6x8xf32>, %[[X:[^:]*]]: memref<2x3x8xf32>, %[[BIAS:[^:]*]]: memref<8xf32>, %[[H:[^:]*]]: memref<2x3x8xf32>)
+// CHECK: scf.parallel (%[[ROW:[^)]*]]) =
+// CHECK: scf.for %[[D:[^ ]*]] =
+// CHECK-DAG: %[[I1:.*]] = arith.remui %[[ROW]], %{{.*}}
+// CHECK-DAG: %[[I0:.*]] = arith.divui %[[ROW]], %{{.*}}
+// CHECK: %[[XV:.*]] = memref.load %[[X]][%[[I0]], %[[I1]], %[[D]]]
+// CHECK: %[[BV:.*]] = memref.load %[[BIAS]][%[[D]]]
+// CHECK: %[[HV:.*]] = arith.addf %[[XV]], %[[BV]]
+// CHECK: memref.store %[[HV]], %[[H]][%[[I0]], %[[I1]], %[[D]]]
+// CHECK: scf.for
+// CHECK: memref.load %[[H]]
+// CHECK: scf.for
+// CHECK: memref.load %[[H]]
+// CHECK: memref.store %{{.*}}, %[[Y]]
+// CHECK-LABEL: kernel.entry @predict
+// CHECK-NEXT: kernel.view
+// CHECK-NEXT: kernel.launch @k0({{.*}}) {kernel.origin = "fusion(broadcast,add,layer_norm)"}
+// CHECK-NEXT: kernel.return
+func.func @forward(%x: tensor<2x3x8xf32> {graph.input = "x"},
+                   %bias: tensor<8xf32> {graph.param = "bias", graph.init = {kind = "zeros"}},
+                   %g: tensor<8xf32> {graph.param = "g", graph.init = {kind = "ones"}},
+                   %beta: tensor<8xf32> {graph.param = "beta", graph.init = {kind = "zeros"}})
+    -> (tensor<2x3x8xf32> {graph.output = "y"}, tensor<2x3x8xf32> {graph.output = "h"}) {
+  %f:2 = graph.fusion -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+    %bb = graph.broadcast %bias : tensor<8xf32> -> tensor<2x3x8xf32>
+    %h = graph.add %x, %bb : tensor<2x3x8xf32>
+    %y = graph.layer_norm %h, %g, %beta : tensor<2x3x8xf32>, tensor<8xf32>
+    graph.yield %y, %h : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+  }
+  return %f#0, %f#1 : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}

@@ -663,6 +663,8 @@ private:
 struct Figures {
   int graphs = 0, f64Graphs = 0, graphsWithFusion = 0;
   int fusions = 0, multiOutputFusions = 0, fusedOps = 0;
+  /// Regions ending in an anchor (a reduction reading its producers).
+  int anchoredFusions = 0;
   int mergedKernels = 0, graphsWithMergedLaunch = 0;
   int launchesFused = 0, launchesUnfused = 0;
   double worstF32 = 0.0, worstF64 = 0.0;
@@ -868,6 +870,7 @@ void FusedPipelineTest::checkGraphs(std::vector<GenGraph> graphs, uint64_t seed,
       fusedFunction.walk([&](graph::FusionOp fusion) {
         ++fusions;
         figures.multiOutputFusions += fusion.getNumResults() > 1;
+        figures.anchoredFusions += static_cast<bool>(fusion.getAnchor());
         figures.fusedOps += fusion.getBody().front().getOperations().size() - 1;
       });
       figures.fusions += fusions;
@@ -979,12 +982,12 @@ TEST_F(FusedPipelineTest, RandomGraphsMatchInterpreterAndUnfused) {
   checkRandomGraphs(seed, count, /*batch=*/40, figures);
   std::printf("[ fused ] seed %llu\n", static_cast<unsigned long long>(seed));
   std::printf("[ fused ] %d graphs (%d pure f64): %d graph.fusion ops "
-              "(%d multi-output, %d ops inside) in %d graphs; %d merged "
-              "kernels, graphs with a merged launch: %d; launches %d fused vs "
-              "%d unfused\n",
+              "(%d multi-output, %d anchored, %d ops inside) in %d graphs; %d "
+              "merged kernels, graphs with a merged launch: %d; launches %d "
+              "fused vs %d unfused\n",
               figures.graphs, figures.f64Graphs, figures.fusions,
-              figures.multiOutputFusions, figures.fusedOps,
-              figures.graphsWithFusion, figures.mergedKernels,
+              figures.multiOutputFusions, figures.anchoredFusions,
+              figures.fusedOps, figures.graphsWithFusion, figures.mergedKernels,
               figures.graphsWithMergedLaunch, figures.launchesFused,
               figures.launchesUnfused);
   std::printf("[ fused ] worst |d|/|ref| against the interpreter: "
@@ -998,6 +1001,7 @@ TEST_F(FusedPipelineTest, RandomGraphsMatchInterpreterAndUnfused) {
   // Not vacuous: fusion and launch merging happened in many graphs.
   EXPECT_GE(figures.graphsWithFusion * 4, figures.graphs);
   EXPECT_GT(figures.multiOutputFusions, 0);
+  EXPECT_GT(figures.anchoredFusions, 0);
   EXPECT_GT(figures.graphsWithMergedLaunch, 0);
   EXPECT_LT(figures.launchesFused, figures.launchesUnfused);
 }

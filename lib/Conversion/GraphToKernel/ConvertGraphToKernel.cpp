@@ -187,7 +187,8 @@ static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
   FailureOr<kernel::EntryOp> entry = createEntry(module, function, name);
   if (failed(entry))
     return failure();
-  KernelLowering lowering(module, *entry, function, isTrainingEntry(name));
+  KernelLowering lowering(module, *entry, function, isTrainingEntry(name),
+                          patterns);
   for (Operation &op : function.getBody().front()) {
     if (auto returnOp = dyn_cast<func::ReturnOp>(op)) {
       lowering.finish(returnOp.getOperands());

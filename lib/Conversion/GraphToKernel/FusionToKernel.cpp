@@ -16,6 +16,8 @@
 #include "kiln/Conversion/GraphToKernel/KernelBuilders.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/MapVector.h"
@@ -114,9 +116,143 @@ static std::string describeFusion(graph::FusionOp fusion) {
   return names;
 }
 
+/// The indices of `shape` that `indices` of `viewShape` (a row-major
+/// reshape of it) denote: each view dim that merges neighbouring dims is
+/// split by its own delinearization (invariant in the inner loops of a row
+/// kernel); otherwise through the linear index.
+static SmallVector<Value> expandViewIndices(OpBuilder &b, Location loc,
+                                            ArrayRef<int64_t> viewShape,
+                                            ArrayRef<int64_t> shape,
+                                            ValueRange indices) {
+  if (viewShape == shape)
+    return SmallVector<Value>(indices);
+  Value zero = kb::index(b, loc, 0);
+  SmallVector<Value> expanded(shape.size(), zero);
+  size_t next = 0;
+  bool merged = true;
+  for (auto [viewDim, size] : llvm::enumerate(viewShape)) {
+    if (size == 1)
+      continue;
+    SmallVector<int64_t> group, positions;
+    int64_t product = 1;
+    while (next < shape.size() && product < size) {
+      if (shape[next] != 1) {
+        group.push_back(shape[next]);
+        positions.push_back(next);
+        product *= shape[next];
+      }
+      ++next;
+    }
+    if (product != size) {
+      merged = false;
+      break;
+    }
+    SmallVector<Value> split = kb::delinearize(b, loc, indices[viewDim], group);
+    for (auto [position, value] : llvm::zip_equal(positions, split))
+      expanded[position] = value;
+  }
+  if (merged && llvm::all_of(shape.drop_front(next),
+                             [](int64_t size) { return size == 1; }))
+    return expanded;
+  Value linear = zero;
+  for (auto [index, size] : llvm::zip_equal(indices, viewShape))
+    linear = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, linear, kb::index(b, loc, size)),
+        index);
+  return kb::delinearize(b, loc, linear, shape);
+}
+
+/// The indices `map` gives for `indices`: plain dims and constants
+/// directly, other expressions through affine.apply.
+static SmallVector<Value> applyIndexMap(OpBuilder &b, Location loc,
+                                        AffineMap map, ValueRange indices) {
+  SmallVector<Value> applied;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr expr = map.getResult(i);
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      applied.push_back(indices[dim.getPosition()]);
+    else if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+      applied.push_back(kb::index(b, loc, constant.getValue()));
+    else
+      applied.push_back(
+          affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), indices));
+  }
+  return applied;
+}
+
+/// Lowers a region that ends in an anchor: the anchor's own pattern builds
+/// its kernels, reading its fused operand through the producers' formulas
+/// (an ElementSource), and the covering pass also writes the other values
+/// the region yields, each at the fused operand's index.
+static LogicalResult lowerAnchoredFusion(graph::FusionOp fusion,
+                                         graph::FusionAnchorOpInterface anchor,
+                                         KernelLowering &lowering) {
+  Value fused = anchor->getOperand(anchor.getFusedOperandIndex());
+  auto fusedType = cast<RankedTensorType>(fused.getType());
+  SmallVector<int64_t> shape(fusedType.getShape());
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(shape.size(), fusion.getContext());
+  auto collector = std::make_shared<FusionInputs>(fusion);
+  collector->collect(fused, identity);
+
+  SmallVector<Value> results;
+  for (Value result : fusion.getResults())
+    results.push_back(lowering.allocateResult(result));
+  unsigned numAnchorResults = anchor->getNumResults();
+  for (auto [anchorResult, buffer] : llvm::zip(anchor->getResults(), results))
+    lowering.presetResult(anchorResult, buffer);
+  SmallVector<Value> yieldedValues(
+      fusion.getYield().getValues().drop_front(numAnchorResults));
+  SmallVector<Value> yieldedBuffers(
+      ArrayRef<Value>(results).drop_front(numAnchorResults));
+
+  lowering.setFusedSource(fused, [&lowering, collector, shape, identity, fused,
+                                  yieldedValues,
+                                  yieldedBuffers](ArrayRef<int64_t> viewShape) {
+    SmallVector<Value> buffers;
+    for (auto &entry : collector->inputs)
+      buffers.push_back(lowering.lookup(entry.first.first));
+    unsigned numInputs = buffers.size();
+    llvm::append_range(buffers, yieldedBuffers);
+    SmallVector<int64_t> view(viewShape);
+    auto read = [collector, shape, view, identity, fused, yieldedValues,
+                 numInputs](OpBuilder &b, Location loc, ValueRange args,
+                            ValueRange indices, bool covering) -> Value {
+      SmallVector<Value> at = expandViewIndices(b, loc, view, shape, indices);
+      // After the covering read, a yielded operand is in its buffer.
+      if (!covering)
+        for (auto [value, buffer] :
+             llvm::zip_equal(yieldedValues, args.drop_front(numInputs)))
+          if (value == fused)
+            return memref::LoadOp::create(b, loc, buffer, at);
+      SmallVector<Value> scalars;
+      for (auto [entry, buffer] :
+           llvm::zip(collector->inputs, args.take_front(numInputs)))
+        scalars.push_back(memref::LoadOp::create(
+            b, loc, buffer, applyIndexMap(b, loc, entry.first.second, at)));
+      FusionPayload payload(b, collector->inputs, scalars);
+      Value element = payload.emit(fused, identity);
+      if (covering)
+        for (auto [value, buffer] :
+             llvm::zip_equal(yieldedValues, args.drop_front(numInputs)))
+          memref::StoreOp::create(b, loc, payload.emit(value, identity), buffer,
+                                  at);
+      return element;
+    };
+    return ElementSource(buffers, read);
+  });
+  if (failed(lowering.lowerNested(anchor, describeFusion(fusion))))
+    return failure();
+  for (auto [result, buffer] : llvm::zip_equal(fusion.getResults(), results))
+    lowering.bind(result, buffer);
+  return success();
+}
+
 struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
   LogicalResult lowerOp(graph::FusionOp fusion,
                         KernelLowering &lowering) const override {
+    if (graph::FusionAnchorOpInterface anchor = fusion.getAnchor())
+      return lowerAnchoredFusion(fusion, anchor, lowering);
     auto resultType = cast<RankedTensorType>(fusion.getResult(0).getType());
     ArrayRef<int64_t> shape = resultType.getShape();
     int64_t rank = shape.size();

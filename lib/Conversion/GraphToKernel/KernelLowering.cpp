@@ -8,6 +8,7 @@
 #include "kiln/Conversion/GraphToKernel/GraphToKernel.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -40,9 +41,10 @@ bool kiln::isEntryArgument(func::FuncOp function, BlockArgument argument) {
 }
 
 KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
-                               func::FuncOp source, bool training)
+                               func::FuncOp source, bool training,
+                               const GraphToKernelPatternSet &patterns)
     : module(module), symbols(module), entry(entry),
-      builder(module.getContext()), training(training) {
+      builder(module.getContext()), training(training), patterns(patterns) {
   builder.setInsertionPointToEnd(&entry.getBody().front());
   // Arguments: bound by position to the source's entry arguments, then one
   // output per result that is not an update (EntryOp construction in
@@ -127,6 +129,8 @@ MemRefType KernelLowering::getBufferType(Type tensorType) {
 }
 
 Value KernelLowering::allocateResult(Value tensor) {
+  if (Value preset = presetResults.lookup(tensor))
+    return preset;
   auto update = updateBuffers.find(tensor);
   if (update != updateBuffers.end() && update->second &&
       canUpdateInPlace(update->second)) {
@@ -141,6 +145,43 @@ Value KernelLowering::allocateResult(Value tensor) {
     return output;
   }
   return allocateTransient(getBufferType(tensor.getType()));
+}
+
+ElementSource KernelLowering::getElementSource(Value tensor,
+                                               ArrayRef<int64_t> shape) {
+  auto fused = fusedSources.find(tensor);
+  if (fused != fusedSources.end())
+    return fused->second(shape);
+  return ElementSource({view(lookup(tensor), shape)},
+                       [](OpBuilder &b, Location loc, ValueRange args,
+                          ValueRange indices, bool) -> Value {
+                         return memref::LoadOp::create(b, loc, args[0],
+                                                       indices);
+                       });
+}
+
+void KernelLowering::setFusedSource(Value tensor, FusedSourceBuilder source) {
+  fusedSources[tensor] = std::move(source);
+}
+
+void KernelLowering::presetResult(Value tensor, Value buffer) {
+  presetResults[tensor] = buffer;
+}
+
+LogicalResult KernelLowering::lowerNested(Operation *op, StringRef origin) {
+  const GraphToKernelPattern *pattern =
+      patterns.lookup(op->getName().getStringRef());
+  if (!pattern)
+    return op->emitError() << "no kernel lowering for '" << op->getName()
+                           << "' yet";
+  Operation *outer = currentOp;
+  bool outerReadsAtResultIndex = currentReadsAtResultIndex;
+  beginOp(op, pattern->readsAtResultIndex());
+  originOverride = origin.str();
+  LogicalResult result = pattern->lower(op, *this);
+  originOverride.clear();
+  beginOp(outer, outerReadsAtResultIndex);
+  return result;
 }
 
 Value KernelLowering::allocateTransient(MemRefType type) {
@@ -162,6 +203,8 @@ Value KernelLowering::view(Value buffer, ArrayRef<int64_t> shape) {
 }
 
 void KernelLowering::setOrigin(Operation *op, StringRef origin) {
+  if (!originOverride.empty())
+    origin = originOverride;
   op->setAttr(kernel::KernelDialect::kOriginAttr,
               builder.getStringAttr(origin));
 }

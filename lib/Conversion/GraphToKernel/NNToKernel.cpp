@@ -93,66 +93,73 @@ struct LayerNormToKernel : OpToKernelPattern<graph::LayerNormOp> {
     int64_t width = type.getShape().back();
     int64_t rows = type.getNumElements() / width;
     Value result = lowering.allocateResult(op.getResult());
-    Value buffers[] = {
-        lowering.view(lowering.lookup(op.getInput()), {rows, width}),
-        lowering.lookup(op.getGamma()), lowering.lookup(op.getBeta()),
-        lowering.view(result, {rows, width})};
+    // The input through an ElementSource: inside a fusion region, its
+    // producers are computed here; the sum pass reads each element once.
+    ElementSource input =
+        lowering.getElementSource(op.getInput(), {rows, width});
+    SmallVector<Value> buffers = {lowering.lookup(op.getGamma()),
+                                  lowering.lookup(op.getBeta()),
+                                  lowering.view(result, {rows, width})};
+    llvm::append_range(buffers, input.getBuffers());
     double eps = op.getEps().convertToDouble();
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, rows,
         kb::chooseGrain(rows, width),
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                            Value r) {
-            auto load = [&](OpBuilder &b, Location loc, Value d) -> Value {
-              return memref::LoadOp::create(b, loc, args[0], ValueRange{r, d});
-            };
-            Value zero = kb::floatConst(b, loc, elementType, 0.0);
-            Value count = kb::floatConst(b, loc, elementType,
-                                         static_cast<double>(width));
-            Value sum = kb::forLoop(
-                b, loc, width, zero,
-                [&](OpBuilder &b, Location loc, Value d,
-                    ValueRange acc) -> SmallVector<Value> {
-                  return {arith::AddFOp::create(b, loc, acc[0],
-                                                load(b, loc, d))};
-                })[0];
-            Value mean = arith::DivFOp::create(b, loc, sum, count);
-            Value squares = kb::forLoop(
-                b, loc, width, zero,
-                [&](OpBuilder &b, Location loc, Value d,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value centered =
-                      arith::SubFOp::create(b, loc, load(b, loc, d), mean);
-                  return {arith::AddFOp::create(
-                      b, loc, acc[0],
-                      arith::MulFOp::create(b, loc, centered, centered))};
-                })[0];
-            Value variance = arith::DivFOp::create(b, loc, squares, count);
-            Value invStd = arith::DivFOp::create(
-                b, loc, kb::floatConst(b, loc, elementType, 1.0),
-                math::SqrtOp::create(
-                    b, loc,
-                    arith::AddFOp::create(
-                        b, loc, variance,
-                        kb::floatConst(b, loc, elementType, eps))));
-            kb::forLoop(b, loc, width, {},
-                        [&](OpBuilder &b, Location loc, Value d,
-                            ValueRange) -> SmallVector<Value> {
-                          Value centered = arith::SubFOp::create(
-                              b, loc, load(b, loc, d), mean);
-                          Value scaled = arith::MulFOp::create(
-                              b, loc,
-                              arith::MulFOp::create(b, loc, centered, invStd),
-                              memref::LoadOp::create(b, loc, args[1], d));
-                          Value y = arith::AddFOp::create(
-                              b, loc, scaled,
-                              memref::LoadOp::create(b, loc, args[2], d));
-                          memref::StoreOp::create(b, loc, y, args[3],
-                                                  ValueRange{r, d});
-                          return {};
-                        });
-          });
+          kb::parallelFor(
+              b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
+                auto load = [&](OpBuilder &b, Location loc, Value d,
+                                bool covering = false) -> Value {
+                  return input.read(b, loc, args.drop_front(3), {r, d},
+                                    covering);
+                };
+                Value zero = kb::floatConst(b, loc, elementType, 0.0);
+                Value count = kb::floatConst(b, loc, elementType,
+                                             static_cast<double>(width));
+                Value sum = kb::forLoop(
+                    b, loc, width, zero,
+                    [&](OpBuilder &b, Location loc, Value d,
+                        ValueRange acc) -> SmallVector<Value> {
+                      return {arith::AddFOp::create(
+                          b, loc, acc[0], load(b, loc, d, /*covering=*/true))};
+                    })[0];
+                Value mean = arith::DivFOp::create(b, loc, sum, count);
+                Value squares = kb::forLoop(
+                    b, loc, width, zero,
+                    [&](OpBuilder &b, Location loc, Value d,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value centered =
+                          arith::SubFOp::create(b, loc, load(b, loc, d), mean);
+                      return {arith::AddFOp::create(
+                          b, loc, acc[0],
+                          arith::MulFOp::create(b, loc, centered, centered))};
+                    })[0];
+                Value variance = arith::DivFOp::create(b, loc, squares, count);
+                Value invStd = arith::DivFOp::create(
+                    b, loc, kb::floatConst(b, loc, elementType, 1.0),
+                    math::SqrtOp::create(
+                        b, loc,
+                        arith::AddFOp::create(
+                            b, loc, variance,
+                            kb::floatConst(b, loc, elementType, eps))));
+                kb::forLoop(
+                    b, loc, width, {},
+                    [&](OpBuilder &b, Location loc, Value d,
+                        ValueRange) -> SmallVector<Value> {
+                      Value centered =
+                          arith::SubFOp::create(b, loc, load(b, loc, d), mean);
+                      Value scaled = arith::MulFOp::create(
+                          b, loc,
+                          arith::MulFOp::create(b, loc, centered, invStd),
+                          memref::LoadOp::create(b, loc, args[0], d));
+                      Value y = arith::AddFOp::create(
+                          b, loc, scaled,
+                          memref::LoadOp::create(b, loc, args[1], d));
+                      memref::StoreOp::create(b, loc, y, args[2],
+                                              ValueRange{r, d});
+                      return {};
+                    });
+              });
         });
     lowering.bind(op.getResult(), result);
     return success();

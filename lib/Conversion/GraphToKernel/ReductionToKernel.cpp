@@ -75,9 +75,11 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
       lowerRows(op, lowering, result, kept, count, kind, elementType);
       return success();
     }
+    ElementSource input = lowering.getElementSource(op.getInput(), shape);
+    SmallVector<Value> buffers = {lowering.view(result, {kept})};
+    llvm::append_range(buffers, input.getBuffers());
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(),
-        {lowering.lookup(op.getInput()), lowering.view(result, {kept})}, kept,
+        op.getLoc(), op->getName().getStringRef(), buffers, kept,
         kb::chooseGrain(kept, count),
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, kept, [&](OpBuilder &b, Location loc,
@@ -99,7 +101,8 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
                     indices.push_back(isReduced
                                           ? reducedIndices[nextReduced++]
                                           : keptIndices[nextKept++]);
-                  Value x = memref::LoadOp::create(b, loc, args[0], indices);
+                  Value x = input.read(b, loc, args.drop_front(), indices,
+                                       /*covering=*/true);
                   Value acc = carried[0];
                   if (kind == graph::ReduceKind::Max) {
                     // NaN propagates: x wins when unordered or greater.
@@ -114,7 +117,7 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
                   b, loc, acc,
                   kb::floatConst(b, loc, elementType,
                                  static_cast<double>(count)));
-            memref::StoreOp::create(b, loc, acc, args[1], keptIndex);
+            memref::StoreOp::create(b, loc, acc, args[0], keptIndex);
           });
         });
     return success();
@@ -151,25 +154,27 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
   static void lowerRows(graph::ReduceOp op, KernelLowering &lowering,
                         Value result, int64_t kept, int64_t count,
                         graph::ReduceKind kind, Type elementType) {
+    ElementSource input =
+        lowering.getElementSource(op.getInput(), {kept, count});
+    SmallVector<Value> buffers = {lowering.view(result, {kept})};
+    llvm::append_range(buffers, input.getBuffers());
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(),
-        {lowering.view(lowering.lookup(op.getInput()), {kept, count}),
-         lowering.view(result, {kept})},
-        kept, kb::chooseGrain(kept, count),
+        op.getLoc(), op->getName().getStringRef(), buffers, kept,
+        kb::chooseGrain(kept, count),
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, kept, [&](OpBuilder &b, Location loc,
-                                            Value k) {
-            Value acc = kb::forLoop(
-                b, loc, count, initialValue(b, loc, kind, elementType),
-                [&](OpBuilder &b, Location loc, Value r,
-                    ValueRange carried) -> SmallVector<Value> {
-                  Value x = memref::LoadOp::create(b, loc, args[0],
-                                                   ValueRange{k, r});
-                  return {combine(b, loc, kind, carried[0], x)};
-                })[0];
-            memref::StoreOp::create(b, loc, finalValue(b, loc, kind, acc, count),
-                                    args[1], k);
-          });
+          kb::parallelFor(
+              b, loc, kept, [&](OpBuilder &b, Location loc, Value k) {
+                Value acc = kb::forLoop(
+                    b, loc, count, initialValue(b, loc, kind, elementType),
+                    [&](OpBuilder &b, Location loc, Value r,
+                        ValueRange carried) -> SmallVector<Value> {
+                      Value x = input.read(b, loc, args.drop_front(), {k, r},
+                                           /*covering=*/true);
+                      return {combine(b, loc, kind, carried[0], x)};
+                    })[0];
+                memref::StoreOp::create(
+                    b, loc, finalValue(b, loc, kind, acc, count), args[0], k);
+              });
         });
   }
 
@@ -180,11 +185,13 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
                            graph::ReduceKind kind, Type elementType) {
     int64_t blockWidth = std::min(kept, kColumnBlock);
     int64_t blocks = (kept + blockWidth - 1) / blockWidth;
+    ElementSource input =
+        lowering.getElementSource(op.getInput(), {count, kept});
+    SmallVector<Value> buffers = {lowering.view(result, {kept})};
+    llvm::append_range(buffers, input.getBuffers());
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(),
-        {lowering.view(lowering.lookup(op.getInput()), {count, kept}),
-         lowering.view(result, {kept})},
-        blocks, kb::chooseGrain(blocks, count * blockWidth),
+        op.getLoc(), op->getName().getStringRef(), buffers, blocks,
+        kb::chooseGrain(blocks, count * blockWidth),
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
                                               Value block) {
@@ -206,27 +213,26 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
                 };
             overBlock([&](OpBuilder &b, Location loc, Value c) {
               memref::StoreOp::create(
-                  b, loc, initialValue(b, loc, kind, elementType), args[1], c);
+                  b, loc, initialValue(b, loc, kind, elementType), args[0], c);
             });
-            kb::forLoop(b, loc, count, {},
-                        [&](OpBuilder &b, Location loc, Value r,
-                            ValueRange) -> SmallVector<Value> {
-                          overBlock([&](OpBuilder &b, Location loc, Value c) {
-                            Value x = memref::LoadOp::create(
-                                b, loc, args[0], ValueRange{r, c});
-                            Value acc =
-                                memref::LoadOp::create(b, loc, args[1], c);
-                            memref::StoreOp::create(
-                                b, loc, combine(b, loc, kind, acc, x), args[1],
-                                c);
-                          });
-                          return {};
-                        });
+            kb::forLoop(
+                b, loc, count, {},
+                [&](OpBuilder &b, Location loc, Value r,
+                    ValueRange) -> SmallVector<Value> {
+                  overBlock([&](OpBuilder &b, Location loc, Value c) {
+                    Value x = input.read(b, loc, args.drop_front(), {r, c},
+                                         /*covering=*/true);
+                    Value acc = memref::LoadOp::create(b, loc, args[0], c);
+                    memref::StoreOp::create(
+                        b, loc, combine(b, loc, kind, acc, x), args[0], c);
+                  });
+                  return {};
+                });
             if (kind == graph::ReduceKind::Mean)
               overBlock([&](OpBuilder &b, Location loc, Value c) {
-                Value acc = memref::LoadOp::create(b, loc, args[1], c);
+                Value acc = memref::LoadOp::create(b, loc, args[0], c);
                 memref::StoreOp::create(
-                    b, loc, finalValue(b, loc, kind, acc, count), args[1], c);
+                    b, loc, finalValue(b, loc, kind, acc, count), args[0], c);
               });
           });
         });

@@ -31,6 +31,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
 #include <memory>
 
 namespace kiln {
@@ -52,13 +53,48 @@ bool isEntryArgument(mlir::func::FuncOp function,
 using KernelBodyBuilder = llvm::function_ref<void(
     mlir::OpBuilder &builder, mlir::Location loc, mlir::ValueRange arguments)>;
 
+/// How a kernel reads the elements of one operand of the op being lowered:
+/// loads from the operand's buffer, or, for the fused operand of an anchor
+/// in a graph.fusion region, the formulas of the region's producers over
+/// loads of the values the region reads. A pattern appends getBuffers() to
+/// its launch's buffers and calls read() in the kernel body with the
+/// kernel arguments from the first of them on.
+class ElementSource {
+public:
+  /// Builds the element at `indices` (of the view shape the source was made
+  /// for). `covering` marks the one read of each element by the pass that
+  /// reads every element exactly once, where values the region yields are
+  /// written; it must precede, in the same kernel iteration, every other
+  /// read of the element, which may then load the value written.
+  using ReadFn = std::function<mlir::Value(
+      mlir::OpBuilder &builder, mlir::Location loc, mlir::ValueRange args,
+      mlir::ValueRange indices, bool covering)>;
+
+  ElementSource(llvm::SmallVector<mlir::Value> buffers, ReadFn readFn)
+      : buffers(std::move(buffers)), readFn(std::move(readFn)) {}
+
+  llvm::ArrayRef<mlir::Value> getBuffers() const { return buffers; }
+  mlir::Value read(mlir::OpBuilder &builder, mlir::Location loc,
+                   mlir::ValueRange args, mlir::ValueRange indices,
+                   bool covering = false) const {
+    return readFn(builder, loc, args, indices, covering);
+  }
+
+private:
+  llvm::SmallVector<mlir::Value> buffers;
+  ReadFn readFn;
+};
+
+class GraphToKernelPatternSet;
+
 /// The state of lowering one graph function into one kernel.entry: the
 /// buffer bound to each graph value, the entry being built, and the kernels
 /// created so far. Patterns talk to the entry only through this class.
 class KernelLowering {
 public:
   KernelLowering(mlir::ModuleOp module, kernel::EntryOp entry,
-                 mlir::func::FuncOp source, bool training);
+                 mlir::func::FuncOp source, bool training,
+                 const GraphToKernelPatternSet &patterns);
 
   /// The builder that inserts entry-level ops (alloc, launch, gemm, ...) in
   /// program order.
@@ -84,6 +120,24 @@ public:
   /// `buffer` seen with `shape` (a kernel.view), or `buffer` itself when the
   /// shape already matches.
   mlir::Value view(mlir::Value buffer, llvm::ArrayRef<int64_t> shape);
+
+  /// The elements of `tensor` as a kernel reads them, at indices of `shape`
+  /// (the tensor's shape or a row-major view of it): loads from its buffer,
+  /// unless a fused source was set for it.
+  ElementSource getElementSource(mlir::Value tensor,
+                                 llvm::ArrayRef<int64_t> shape);
+  /// Builds the source of an anchor's fused operand for a view shape.
+  using FusedSourceBuilder =
+      std::function<ElementSource(llvm::ArrayRef<int64_t> shape)>;
+  /// Makes getElementSource(tensor, ...) call `source` (FusionToKernel, for
+  /// the operand its anchor reads from the region).
+  void setFusedSource(mlir::Value tensor, FusedSourceBuilder source);
+  /// Makes allocateResult(tensor) hand out `buffer` (an anchor's result is
+  /// its region's result).
+  void presetResult(mlir::Value tensor, mlir::Value buffer);
+  /// Lowers `op`, nested in the op being lowered, with its pattern; what it
+  /// builds names `origin` (the enclosing region's ops) as its origin.
+  mlir::LogicalResult lowerNested(mlir::Operation *op, llvm::StringRef origin);
 
   /// Creates a kernel.func whose arguments have the types of `buffers`, with
   /// the parallel extent `range` and chunk size `grain`; fills its body with
@@ -150,6 +204,11 @@ private:
   llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> outputs;
   mlir::Value rngState, status;
   unsigned nextKernelNumber = 0;
+  const GraphToKernelPatternSet &patterns;
+  llvm::DenseMap<mlir::Value, FusedSourceBuilder> fusedSources;
+  llvm::DenseMap<mlir::Value, mlir::Value> presetResults;
+  /// The origin of everything lowerNested builds, while it runs.
+  std::string originOverride;
 };
 
 /// Lowers one kind of graph op. Patterns are stateless; everything they

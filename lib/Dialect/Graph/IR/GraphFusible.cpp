@@ -344,3 +344,14 @@ Value ConstantOp::buildScalar(OpBuilder &b, Location loc, unsigned,
   return arith::ConstantOp::create(
       b, loc, cast<TypedAttr>(splat.getSplatValue<Attribute>()));
 }
+
+//===----------------------------------------------------------------------===//
+// Fusion anchors
+//===----------------------------------------------------------------------===//
+
+unsigned ReduceOp::getFusedOperandIndex() { return 0; }
+int64_t ReduceOp::getReadsPerElement() { return 1; }
+
+unsigned LayerNormOp::getFusedOperandIndex() { return 0; }
+/// The mean, the variance, then the normalized value.
+int64_t LayerNormOp::getReadsPerElement() { return 3; }

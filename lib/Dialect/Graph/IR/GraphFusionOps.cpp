@@ -21,6 +21,13 @@ YieldOp FusionOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }
 
+FusionAnchorOpInterface FusionOp::getAnchor() {
+  Block &body = getBody().front();
+  if (&body.front() == body.getTerminator())
+    return {};
+  return dyn_cast<FusionAnchorOpInterface>(body.getTerminator()->getPrevNode());
+}
+
 LogicalResult FusionOp::verify() {
   YieldOp yield = getYield();
   if (yield.getValues().getTypes() != getResultTypes())
@@ -29,16 +36,60 @@ LogicalResult FusionOp::verify() {
            << getResultTypes();
   if (getNumResults() == 0)
     return emitOpError("must yield at least one value");
+  FusionAnchorOpInterface anchor = getAnchor();
+  // The producers' iteration space: the anchor's fused operand, or the
+  // shape every result shares.
+  unsigned firstProduced = 0;
   ArrayRef<int64_t> shape =
       cast<RankedTensorType>(getResult(0).getType()).getShape();
-  for (Type type : getResultTypes())
+  if (anchor) {
+    firstProduced = anchor->getNumResults();
+    if (yield.getValues().take_front(firstProduced) != anchor->getResults())
+      return emitOpError("must yield the results of its anchor ")
+             << anchor->getName() << " first";
+    Value fused = anchor->getOperand(anchor.getFusedOperandIndex());
+    Operation *producer = fused.getDefiningOp();
+    if (!producer || producer->getParentOp() != getOperation())
+      return emitOpError("anchor ")
+             << anchor->getName()
+             << " must read its fused operand from the region";
+    for (auto [index, operand] : llvm::enumerate(anchor->getOperands())) {
+      Operation *definition = operand.getDefiningOp();
+      if (index != anchor.getFusedOperandIndex() && definition &&
+          definition->getParentOp() == getOperation())
+        return emitOpError("anchor ")
+               << anchor->getName() << " may read only operand #"
+               << anchor.getFusedOperandIndex() << " from the region";
+    }
+    shape = cast<RankedTensorType>(fused.getType()).getShape();
+    // The anchor's kernel computes only what its fused operand needs: the
+    // other yielded values must be among that.
+    llvm::SmallPtrSet<Operation *, 16> needed;
+    SmallVector<Operation *> worklist = {producer};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (op->getParentOp() != getOperation() || !needed.insert(op).second)
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *definition = operand.getDefiningOp())
+          worklist.push_back(definition);
+    }
+    for (Value value : yield.getValues().drop_front(firstProduced)) {
+      Operation *definition = value.getDefiningOp();
+      if (!definition || !needed.contains(definition))
+        return emitOpError("yields a value its anchor ")
+               << anchor->getName() << " does not read";
+    }
+  }
+  for (Type type : llvm::drop_begin(getResultTypes(), firstProduced))
     if (cast<RankedTensorType>(type).getShape() != shape)
       return emitOpError("results must share one shape (the iteration "
                          "space); got ")
              << getResultTypes();
   for (Operation &op : getBody().front().without_terminator())
-    if (!isFusible(&op))
+    if (&op != anchor.getOperation() && !isFusible(&op))
       return op.emitOpError("cannot be fused: not elementwise, data "
-                            "movement or a splat constant");
+                            "movement or a splat constant, nor an anchor "
+                            "ending the region");
   return success();
 }

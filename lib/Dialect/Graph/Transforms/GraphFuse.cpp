@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/Transforms/ConcatHoisting.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -24,6 +25,15 @@ namespace kiln::graph {
 using namespace mlir;
 using namespace kiln::graph;
 
+/// The most producers, and the most FLOPs per element of their formulas,
+/// an anchor's group takes. The anchor's kernel is a scalar loop that
+/// LLVM's loop vectorizer analyses in time exponential in the depth of a
+/// formula whose ops read a value twice (gelu's x*x*x: chained activations
+/// took minutes for one kernel in the random-graph test); the fusions that
+/// pay (bias and residual adds, one activation's gradient) stay below.
+static constexpr int64_t kMaxAnchoredProducers = 8;
+static constexpr int64_t kMaxAnchoredFlopsPerElement = 32;
+
 namespace {
 /// How an op belongs to a group.
 enum class Membership {
@@ -36,8 +46,12 @@ enum class Membership {
 
 /// A group under construction.
 struct Group {
+  /// The last op: a fusible op, or an anchor reading the group's values.
   Operation *root;
-  /// The iteration space.
+  /// The anchor root, or null.
+  FusionAnchorOpInterface anchor;
+  /// The iteration space of the fusible members: the root's result, or the
+  /// anchor's fused operand.
   ArrayRef<int64_t> shape;
   int64_t count;
   llvm::MapVector<Operation *, Membership> members;
@@ -60,11 +74,14 @@ public:
     for (Operation &op : block)
       ops.push_back(&op);
     for (Operation *op : llvm::reverse(ops)) {
-      if (grouped.contains(op) || !isFusible(op) || op->getNumResults() != 1 ||
-          isa<ConstantOp>(op))
+      if (grouped.contains(op))
         continue;
-      Group group = grow(op);
-      if (countKernels(group) >= 2)
+      auto anchor = dyn_cast<FusionAnchorOpInterface>(op);
+      if (!anchor &&
+          (!isFusible(op) || op->getNumResults() != 1 || isa<ConstantOp>(op)))
+        continue;
+      Group group = grow(op, anchor);
+      if (countKernels(group) >= 2 && (!anchor || readsAStream(group)))
         materialize(group);
     }
     // Originals whose every use went into duplicates.
@@ -90,20 +107,33 @@ private:
     return elements * std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
   }
 
-  Group grow(Operation *root) {
+  Group grow(Operation *root, FusionAnchorOpInterface anchor) {
     Group group;
     group.root = root;
-    auto type = cast<RankedTensorType>(root->getResult(0).getType());
+    group.anchor = anchor;
+    Value space = anchor ? root->getOperand(anchor.getFusedOperandIndex())
+                         : root->getResult(0);
+    auto type = cast<RankedTensorType>(space.getType());
     group.shape = type.getShape();
     group.count = type.getNumElements();
     group.members.insert({root, Membership::Moved});
     AffineMap identity =
         AffineMap::getMultiDimIdentityMap(type.getRank(), root->getContext());
-    group.maps[root->getResult(0)].insert(identity);
+    group.maps[space].insert(identity);
 
     // Candidates, latest first.
     std::map<int64_t, Operation *, std::greater<int64_t>> candidates;
+    auto addCandidate = [&](Operation *producer) {
+      if (producer && producer->getBlock() == &block &&
+          !grouped.contains(producer) && isFusible(producer) &&
+          !group.members.contains(producer))
+        candidates[position.lookup(producer)] = producer;
+    };
     auto addProducers = [&](Operation *member) {
+      if (member == root && anchor) {
+        addCandidate(space.getDefiningOp());
+        return;
+      }
       auto fusible = cast<FusibleOpInterface>(member);
       for (auto [index, operand] : llvm::enumerate(member->getOperands())) {
         for (OpResult result : member->getResults()) {
@@ -117,15 +147,14 @@ private:
                 fusible.getOperandIndexMap(result.getResultNumber(), index)
                     .compose(map));
         }
-        Operation *producer = operand.getDefiningOp();
-        if (producer && producer->getBlock() == &block &&
-            !grouped.contains(producer) && isFusible(producer) &&
-            !group.members.contains(producer))
-          candidates[position.lookup(producer)] = producer;
+        addCandidate(operand.getDefiningOp());
       }
     };
     addProducers(root);
     while (!candidates.empty()) {
+      if (anchor &&
+          static_cast<int64_t>(group.members.size()) > kMaxAnchoredProducers)
+        break;
       Operation *producer = candidates.begin()->second;
       candidates.erase(candidates.begin());
       std::optional<Membership> membership = decide(group, producer, identity);
@@ -142,13 +171,30 @@ private:
                                    AffineMap identity) {
     auto fusible = cast<FusibleOpInterface>(producer);
     bool expensive = fusible.getFlopsPerElement() >= kExpensiveFlopsPerElement;
+    // An anchor that reads each element several times would compute an
+    // expensive producer as often.
+    if (expensive && group.anchor && group.anchor.getReadsPerElement() > 1)
+      return std::nullopt;
+    if (group.anchor) {
+      int64_t flops = fusible.getFlopsPerElement();
+      for (auto &entry : group.members)
+        if (auto member = dyn_cast<FusibleOpInterface>(entry.first))
+          flops += member.getFlopsPerElement();
+      if (flops > kMaxAnchoredFlopsPerElement)
+        return std::nullopt;
+    }
     llvm::SetVector<AffineMap> maps;
     bool usedOutside = false, usedBeforeRoot = false;
     for (OpResult result : producer->getResults()) {
       auto read = group.maps.find(result);
       if (read != group.maps.end())
         maps.insert(read->second.begin(), read->second.end());
-      for (Operation *user : result.getUsers()) {
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        // The anchor reads only its fused operand from the region.
+        if (group.anchor && user == group.root &&
+            use.getOperandNumber() != group.anchor.getFusedOperandIndex())
+          return std::nullopt;
         if (isMovedMember(group, user))
           continue;
         // A user inside an earlier region runs where that region is.
@@ -198,6 +244,26 @@ private:
     return Membership::Duplicated;
   }
 
+  /// Whether the group reads from outside some value as large as its
+  /// iteration space (a new element per point). An anchor fed only through
+  /// broadcasts would reread a few elements in its loops: nothing to save,
+  /// and LLVM's loop vectorizer hangs on a reduction of a loop-invariant
+  /// load.
+  static bool readsAStream(const Group &group) {
+    for (auto &entry : group.members) {
+      Operation *op = entry.first;
+      if (op == group.root)
+        continue;
+      for (Value operand : op->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if ((!producer || !group.members.contains(producer)) &&
+            cast<ShapedType>(operand.getType()).getNumElements() == group.count)
+          return true;
+      }
+    }
+    return false;
+  }
+
   /// The members that would be kernels of their own: reshapes are views,
   /// splat constants are folded into their users.
   static int64_t countKernels(const Group &group) {
@@ -215,7 +281,7 @@ private:
       return position.lookup(a) < position.lookup(b);
     });
 
-    SmallVector<Value> yielded = {root->getResult(0)};
+    SmallVector<Value> yielded(root->getResults());
     for (Value value : group.yielded)
       yielded.push_back(value);
     SmallVector<Type> types;
@@ -262,9 +328,12 @@ private:
 
 struct GraphFusePass : kiln::graph::impl::GraphFuseBase<GraphFusePass> {
   void runOnOperation() override {
-    for (auto function : getOperation().getOps<func::FuncOp>())
-      if (!function.isExternal())
-        Fuser(function.getBody().front()).run();
+    for (auto function : getOperation().getOps<func::FuncOp>()) {
+      if (function.isExternal())
+        continue;
+      hoistDataMovementOverConcats(function.getBody().front());
+      Fuser(function.getBody().front()).run();
+    }
   }
 };
 } // namespace
