@@ -59,7 +59,11 @@ def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
 def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
   let summary = "Merges runs of independent launches into one kernel each.";
   let description = [{
-    Within each `kernel.entry`, a run of consecutive launches of parallel
+    First, within each `kernel.entry`, a run of consecutive launches of
+    sequential kernels (range 1: the scalar steps of a loss, a learning-rate
+    schedule, a clipping scale), dependent or not, becomes one sequential
+    kernel running their bodies in order.
+    Then a run of consecutive launches of parallel
     kernels (range > 0; a sequential body becomes a segment of
     size 1) where no launch writes a buffer that another one
     reads or writes (except disjoint boxes of one buffer declared by

@@ -133,3 +133,101 @@ kernel.entry @pieces(%a: memref<4x2xf32> {kernel.kind = #kernel.kind<input>, ker
   kernel.launch @into(%a, %y) {kernel.write_box = array<i64: 0, 2, 4, 2>} : memref<4x2xf32>, memref<4x6xf32>
   kernel.return
 }
+
+// -----
+
+// Consecutive sequential kernels (range 1) chain into one sequential kernel
+// even when each reads what the one before wrote (the step count, then the
+// learning rate from it): their bodies run in program order, with no loop.
+// A parallel kernel that reads the chain's result ends it; the sequential
+// kernel after that, independent of it, shares its launch as a segment.
+
+// CHECK-LABEL: kernel.func @k{{[0-9]+}}
+// CHECK-SAME: (%[[S:[^:]*]]: memref<f32>, %[[T:[^:]*]]: memref<f32>, %[[U:[^:]*]]: memref<f32>)
+// CHECK-SAME: grain = 1 : i64, range = 1 : i64
+// CHECK-NOT: scf.parallel
+// CHECK: memref.load %[[S]][]
+// CHECK: memref.store %{{.*}}, %[[T]][]
+// CHECK: memref.load %[[T]][]
+// CHECK: memref.store %{{.*}}, %[[U]][]
+// CHECK-NEXT: kernel.return
+// CHECK-LABEL: kernel.entry @chain
+// CHECK-NEXT: kernel.launch @k{{[0-9]+}}(%{{.*}}) {kernel.origin = "graph.add+graph.lr_schedule"}
+// CHECK-NEXT: kernel.launch @k{{[0-9]+}}({{.*}}) {kernel.origin = "graph.rev+graph.add"}
+// CHECK-NEXT: kernel.return
+#rev8c = affine_map<(d0) -> (7 - d0)>
+#id8c = affine_map<(d0) -> (d0)>
+kernel.func @scalar_inc(%s: memref<f32>, %t: memref<f32>) attributes {grain = 1 : i64, range = 1 : i64} {
+  %v = memref.load %s[] : memref<f32>
+  %one = arith.constant 1.0 : f32
+  %w = arith.addf %v, %one : f32
+  memref.store %w, %t[] : memref<f32>
+  kernel.return
+}
+#scalar8c = affine_map<(d0) -> ()>
+kernel.func @rev8c(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<f32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#rev8c, #scalar8c, #id8c], iterator_types = ["parallel"]}
+      ins(%x, %z : memref<8xf32>, memref<f32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %scale: f32, %out: f32):
+    %m = arith.mulf %in, %scale : f32
+    linalg.yield %m : f32
+  }
+  kernel.return
+}
+kernel.entry @chain(%s: memref<f32> {kernel.kind = #kernel.kind<input>, kernel.name = "s"},
+                    %a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                    %t: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "t"},
+                    %u: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "u"},
+                    %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
+                    %v: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "v"}) {
+  kernel.launch @scalar_inc(%s, %t) {kernel.origin = "graph.add"} : memref<f32>, memref<f32>
+  kernel.launch @scalar_inc(%t, %u) {kernel.origin = "graph.lr_schedule"} : memref<f32>, memref<f32>
+  // Reads %u: depends on the chain.
+  kernel.launch @rev8c(%a, %b, %u) {kernel.origin = "graph.rev"} : memref<8xf32>, memref<8xf32>, memref<f32>
+  kernel.launch @scalar_inc(%u, %v) {kernel.origin = "graph.add"} : memref<f32>, memref<f32>
+  kernel.return
+}
+
+// -----
+
+// A chain joins an independent parallel neighbour as a segment of size 1.
+
+// CHECK-LABEL: kernel.func @k{{[0-9]+}}
+// CHECK-SAME: range = 9 : i64
+// CHECK: scf.parallel
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK: } {kernel.segment_offset = 0 : i64}
+// CHECK: } {kernel.segment_offset = 1 : i64}
+// CHECK-LABEL: kernel.entry @chain_and_neighbour
+// CHECK-NEXT: kernel.launch @k{{[0-9]+}}({{.*}}) {kernel.origin = "graph.add+graph.lr_schedule+graph.rev"}
+// CHECK-NEXT: kernel.return
+#rev8d = affine_map<(d0) -> (7 - d0)>
+#id8d = affine_map<(d0) -> (d0)>
+kernel.func @scalar_inc(%s: memref<f32>, %t: memref<f32>) attributes {grain = 1 : i64, range = 1 : i64} {
+  %v = memref.load %s[] : memref<f32>
+  %one = arith.constant 1.0 : f32
+  %w = arith.addf %v, %one : f32
+  memref.store %w, %t[] : memref<f32>
+  kernel.return
+}
+kernel.func @rev8d(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#rev8d, #id8d], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
+kernel.entry @chain_and_neighbour(%s: memref<f32> {kernel.kind = #kernel.kind<input>, kernel.name = "s"},
+                    %a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                    %t: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "t"},
+                    %u: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "u"},
+                    %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"}) {
+  kernel.launch @scalar_inc(%s, %t) {kernel.origin = "graph.add"} : memref<f32>, memref<f32>
+  kernel.launch @scalar_inc(%t, %u) {kernel.origin = "graph.lr_schedule"} : memref<f32>, memref<f32>
+  kernel.launch @rev8d(%a, %b) {kernel.origin = "graph.rev"} : memref<8xf32>, memref<8xf32>
+  kernel.return
+}

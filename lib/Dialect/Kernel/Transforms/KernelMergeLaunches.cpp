@@ -11,7 +11,9 @@
 // three heads of q, k and v) share one launch.
 //
 // Every iteration computes what it computed in its own kernel: results do
-// not change, whatever the chunking.
+// not change, whatever the chunking. Before that, consecutive sequential
+// kernels (range 1), dependent or not, are chained into one sequential
+// kernel: one thread runs their bodies in program order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,12 +44,10 @@ using Box = ArrayRef<int64_t>;
 /// A run of launches being collected, with the buffers it touches: roots
 /// read, roots written wholly, and buffers written only in boxes.
 struct LaunchRun {
-  SmallVector<LaunchOp> launches;
   llvm::DenseSet<Value> read, written;
   llvm::DenseMap<Value, SmallVector<Box>> boxes;
 
   void clear() {
-    launches.clear();
     read.clear();
     written.clear();
     boxes.clear();
@@ -87,14 +87,25 @@ static std::optional<Box> getWriteBox(LaunchOp launch, Value operand,
   return box.asArrayRef();
 }
 
+/// Whether `root` is the entry's status buffer: kernels only record bad
+/// input there, with atomic operations, so any two may do so together.
+static bool isStatusBuffer(Value root) {
+  auto argument = dyn_cast<BlockArgument>(root);
+  auto entry = argument ? dyn_cast<EntryOp>(argument.getOwner()->getParentOp())
+                        : EntryOp();
+  return entry &&
+         entry.getBufferKind(argument.getArgNumber()) == BufferKind::Status;
+}
+
 /// Whether `launch` touches none of the buffers the run writes and writes
-/// none the run reads; disjoint boxes of one buffer are no conflict.
+/// none the run reads; disjoint boxes of one buffer are no conflict, nor
+/// is the status buffer.
 static bool isIndependent(const LaunchRun &run, LaunchOp launch,
                           ArrayRef<BufferAccess> operandAccess) {
   for (auto [operand, access] :
        llvm::zip_equal(launch->getOperands(), operandAccess)) {
     Value root = getRootBuffer(operand);
-    if (access == BufferAccess::None)
+    if (access == BufferAccess::None || isStatusBuffer(root))
       continue;
     if (run.written.contains(root))
       return false;
@@ -117,7 +128,6 @@ static bool isIndependent(const LaunchRun &run, LaunchOp launch,
 
 static void addToRun(LaunchRun &run, LaunchOp launch,
                      ArrayRef<BufferAccess> operandAccess) {
-  run.launches.push_back(launch);
   for (auto [operand, access] :
        llvm::zip_equal(launch->getOperands(), operandAccess)) {
     Value root = getRootBuffer(operand);
@@ -132,36 +142,37 @@ static void addToRun(LaunchRun &run, LaunchOp launch,
   }
 }
 
-/// Replaces the launches of `run` by one launch of a new kernel, where the
-/// last of them was (only allocations and views lie between them).
-static LogicalResult mergeRun(ArrayRef<LaunchOp> run, ModuleOp module,
-                              SymbolTable &symbols, unsigned &nextName) {
-  MLIRContext *context = module.getContext();
-  // The merged kernel's arguments: every distinct operand value.
+/// A new kernel replacing the launches of `run`: its arguments are their
+/// distinct operands; `buildBody` fills its body (positioned before the
+/// terminator) given the argument of each launch operand. One launch of it
+/// replaces the run, where the last of them was (only allocations and views
+/// lie between them), named by the joined origins.
+static LogicalResult
+replaceRun(ArrayRef<LaunchOp> run, ArrayRef<FuncOp> kernels, int64_t range,
+           SymbolTable &symbols, unsigned &nextName,
+           llvm::function_ref<LogicalResult(OpBuilder &, Location,
+                                            llvm::function_ref<Value(Value)>)>
+               buildBody) {
   llvm::SetVector<Value> operands;
   for (LaunchOp launch : run)
     operands.insert(launch->getOperands().begin(), launch->getOperands().end());
   SmallVector<Type> types;
   for (Value operand : operands)
     types.push_back(operand.getType());
-
-  int64_t range = 0, grain = std::numeric_limits<int64_t>::max();
-  SmallVector<FuncOp> kernels;
+  int64_t grain = std::numeric_limits<int64_t>::max();
   llvm::SetVector<StringRef> origins;
   SmallVector<Location> locations;
-  for (LaunchOp launch : run) {
-    auto kernel = symbols.lookup<FuncOp>(launch.getKernel());
-    kernels.push_back(kernel);
-    range += kernel.getRange();
-    grain = std::min<int64_t>(grain, kernel.getGrain());
+  for (size_t i = 0; i < run.size(); ++i) {
+    LaunchOp launch = run[i];
+    grain = std::min<int64_t>(grain, FuncOp(kernels[i]).getGrain());
     if (auto origin =
             launch->getAttrOfType<StringAttr>(KernelDialect::kOriginAttr))
       origins.insert(origin.getValue());
     locations.push_back(launch.getLoc());
   }
-  Location loc = FusedLoc::get(context, locations);
+  Location loc = FusedLoc::get(LaunchOp(run.front()).getContext(), locations);
 
-  OpBuilder moduleBuilder(kernels.front());
+  OpBuilder moduleBuilder(FuncOp(kernels.front()));
   auto merged =
       FuncOp::create(moduleBuilder, loc, getUniqueKernelName(symbols, nextName),
                      moduleBuilder.getFunctionType(types, {}), range, grain);
@@ -171,53 +182,13 @@ static LogicalResult mergeRun(ArrayRef<LaunchOp> run, ModuleOp module,
   OpBuilder builder = OpBuilder::atBlockEnd(body);
   ReturnOp::create(builder, loc);
   builder.setInsertionPointToStart(body);
+  auto argumentOf = [&](Value operand) {
+    return body->getArgument(llvm::find(operands, operand) - operands.begin());
+  };
+  if (failed(buildBody(builder, loc, argumentOf)))
+    return failure();
 
-  IRRewriter rewriter(context);
-  int64_t offset = 0;
-  for (auto [launch, kernel] : llvm::zip_equal(run, kernels)) {
-    IRMapping mapping;
-    for (auto [argument, operand] :
-         llvm::zip_equal(kernel.getArguments(), launch->getOperands()))
-      mapping.map(argument, body->getArgument(llvm::find(operands, operand) - operands.begin()));
-    IntegerAttr offsetAttr = builder.getI64IntegerAttr(offset);
-    Block &kernelBody = kernel.getBody().front();
-    if (kernel.getRange() == 1) {
-      // A sequential body is the one iteration of a segment of size 1.
-      Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
-      Value one = arith::ConstantIndexOp::create(builder, loc, 1);
-      auto loop = scf::ParallelOp::create(
-          builder, loc, ValueRange{zero}, ValueRange{one}, ValueRange{one},
-          [&](OpBuilder &nested, Location, ValueRange) {
-            for (Operation &op : kernelBody.without_terminator())
-              nested.clone(op, mapping);
-          });
-      loop->setAttr(KernelDialect::kSegmentOffsetAttr, offsetAttr);
-      offset += 1;
-      continue;
-    }
-    SmallVector<Operation *> cloned;
-    for (Operation &op : kernelBody.without_terminator())
-      cloned.push_back(builder.clone(op, mapping));
-    // The segment's loops: linalg ops become their parallel loops here, so
-    // that each top-level loop can carry the segment's offset.
-    for (Operation *op : cloned) {
-      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-        rewriter.setInsertionPoint(op);
-        FailureOr<linalg::LinalgLoops> loops =
-            linalg::linalgOpToParallelLoops(rewriter, linalgOp);
-        if (failed(loops) || loops->empty())
-          return op->emitError("cannot lower to loops for merging");
-        loops->front()->setAttr(KernelDialect::kSegmentOffsetAttr, offsetAttr);
-        rewriter.eraseOp(op);
-        continue;
-      }
-      if (isa<scf::ParallelOp>(op))
-        op->setAttr(KernelDialect::kSegmentOffsetAttr, offsetAttr);
-    }
-    offset += kernel.getRange();
-  }
-
-  OpBuilder launchBuilder(run.back());
+  OpBuilder launchBuilder(LaunchOp(run.back()));
   auto launch = LaunchOp::create(
       launchBuilder, loc, FlatSymbolRefAttr::get(merged.getSymNameAttr()),
       operands.getArrayRef());
@@ -225,8 +196,199 @@ static LogicalResult mergeRun(ArrayRef<LaunchOp> run, ModuleOp module,
     launch->setAttr(KernelDialect::kOriginAttr,
                     launchBuilder.getStringAttr(llvm::join(origins, "+")));
   for (LaunchOp old : run)
-    old.erase();
+    old->erase();
   return success();
+}
+
+/// The argument mapping of `kernel`'s body as launched by `launch`.
+static IRMapping mapArguments(FuncOp kernel, LaunchOp launch,
+                              llvm::function_ref<Value(Value)> argumentOf) {
+  IRMapping mapping;
+  for (auto [argument, operand] :
+       llvm::zip_equal(kernel.getArguments(), launch->getOperands()))
+    mapping.map(argument, argumentOf(operand));
+  return mapping;
+}
+
+/// Replaces the independent launches of `run` by one kernel whose range is
+/// the sum of theirs, one segment each.
+static LogicalResult mergeRun(ArrayRef<LaunchOp> run, SymbolTable &symbols,
+                              unsigned &nextName) {
+  SmallVector<FuncOp> kernels;
+  int64_t range = 0;
+  for (LaunchOp launch : run) {
+    kernels.push_back(symbols.lookup<FuncOp>(launch.getKernel()));
+    range += kernels.back().getRange();
+  }
+  return replaceRun(
+      run, kernels, range, symbols, nextName,
+      [&](OpBuilder &builder, Location loc,
+          llvm::function_ref<Value(Value)> argumentOf) -> LogicalResult {
+        IRRewriter rewriter(builder.getContext());
+        int64_t offset = 0;
+        for (size_t i = 0; i < run.size(); ++i) {
+          LaunchOp launch = run[i];
+          FuncOp kernel = kernels[i];
+          IRMapping mapping = mapArguments(kernel, launch, argumentOf);
+          IntegerAttr offsetAttr = builder.getI64IntegerAttr(offset);
+          Block &kernelBody = kernel.getBody().front();
+          if (kernel.getRange() == 1) {
+            // A sequential body is the one iteration of a segment of size 1.
+            Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+            Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+            auto loop = scf::ParallelOp::create(
+                builder, loc, ValueRange{zero}, ValueRange{one},
+                ValueRange{one}, [&](OpBuilder &nested, Location, ValueRange) {
+                  for (Operation &op : kernelBody.without_terminator())
+                    nested.clone(op, mapping);
+                });
+            loop->setAttr(KernelDialect::kSegmentOffsetAttr, offsetAttr);
+            offset += 1;
+            continue;
+          }
+          SmallVector<Operation *> cloned;
+          for (Operation &op : kernelBody.without_terminator())
+            cloned.push_back(builder.clone(op, mapping));
+          // The segment's loops: linalg ops become their parallel loops
+          // here, so that each top-level loop can carry the segment's offset.
+          for (Operation *op : cloned) {
+            if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+              rewriter.setInsertionPoint(op);
+              FailureOr<linalg::LinalgLoops> loops =
+                  linalg::linalgOpToParallelLoops(rewriter, linalgOp);
+              if (failed(loops) || loops->empty())
+                return op->emitError("cannot lower to loops for merging");
+              loops->front()->setAttr(KernelDialect::kSegmentOffsetAttr,
+                                      offsetAttr);
+              rewriter.eraseOp(op);
+              continue;
+            }
+            if (isa<scf::ParallelOp>(op))
+              op->setAttr(KernelDialect::kSegmentOffsetAttr, offsetAttr);
+          }
+          offset += kernel.getRange();
+        }
+        return success();
+      });
+}
+
+/// Replaces a run of sequential launches (range 1: one iteration, as the
+/// scalar steps of a loss or an optimizer schedule), dependent or not, by
+/// one sequential kernel running their bodies in order.
+static LogicalResult chainRun(ArrayRef<LaunchOp> run, SymbolTable &symbols,
+                              unsigned &nextName) {
+  SmallVector<FuncOp> kernels;
+  for (LaunchOp launch : run)
+    kernels.push_back(symbols.lookup<FuncOp>(launch.getKernel()));
+  return replaceRun(
+      run, kernels, /*range=*/1, symbols, nextName,
+      [&](OpBuilder &builder, Location,
+          llvm::function_ref<Value(Value)> argumentOf) -> LogicalResult {
+        for (size_t i = 0; i < run.size(); ++i) {
+          FuncOp kernel = kernels[i];
+          IRMapping mapping = mapArguments(kernel, run[i], argumentOf);
+          for (Operation &op : kernel.getBody().front().without_terminator())
+            builder.clone(op, mapping);
+        }
+        return success();
+      });
+}
+
+/// The runs of at least two consecutive scheduled ops of `entry` that
+/// `accept` takes, split where `startsNewRun` says so.
+static SmallVector<SmallVector<LaunchOp>>
+collectRuns(EntryOp entry, llvm::function_ref<bool(LaunchOp)> accept,
+            llvm::function_ref<bool(LaunchOp)> startsNewRun,
+            llvm::function_ref<void(LaunchOp)> added,
+            llvm::function_ref<void()> cleared) {
+  SmallVector<SmallVector<LaunchOp>> runs;
+  SmallVector<LaunchOp> run;
+  auto flush = [&] {
+    if (run.size() > 1)
+      runs.push_back(run);
+    run.clear();
+    cleared();
+  };
+  for (Operation &op : entry.getBody().front()) {
+    if (!isScheduledOp(&op))
+      continue;
+    auto launch = dyn_cast<LaunchOp>(op);
+    if (!launch || !accept(launch)) {
+      flush();
+      continue;
+    }
+    if (startsNewRun(launch))
+      flush();
+    run.push_back(launch);
+    added(launch);
+  }
+  flush();
+  return runs;
+}
+
+/// Transient bytes a sequential launch may keep alive longer by moving
+/// down to the next sequential one (a loss's per-row terms).
+static constexpr int64_t kMaxSunkTransientBytes = 64 * 1024;
+
+/// Moves each sequential launch (range 1) of `entry` down to just before
+/// the next sequential launch when no scheduled op in between touches what
+/// it writes or writes what it reads, and the transients it reads are
+/// small: a loss's mean then runs with the step count, and the parallel
+/// kernels it separated become neighbours.
+static void sinkSequentialLaunches(EntryOp entry, SymbolTable &symbols,
+                                   BufferAccessAnalysis &access) {
+  auto isSequential = [&](Operation &op) {
+    auto launch = dyn_cast<LaunchOp>(op);
+    auto kernel =
+        launch ? symbols.lookup<FuncOp>(launch.getKernel()) : FuncOp();
+    return kernel && kernel.getRange() == 1;
+  };
+  SmallVector<LaunchOp> sequential;
+  for (Operation &op : entry.getBody().front())
+    if (isSequential(op))
+      sequential.push_back(cast<LaunchOp>(op));
+  // Last first: a launch then moves to where the later ones went.
+  for (LaunchOp launch : llvm::reverse(sequential)) {
+    llvm::DenseSet<Value> read, written;
+    int64_t transientBytes = 0;
+    for (auto [operand, operandAccess] : llvm::zip_equal(
+             launch->getOperands(), access.getOperandAccess(launch))) {
+      Value root = getRootBuffer(operand);
+      if (reads(operandAccess) && read.insert(root).second &&
+          root.getDefiningOp<AllocOp>())
+        transientBytes +=
+            getBufferSizeInBytes(cast<MemRefType>(root.getType()));
+      if (writes(operandAccess))
+        written.insert(root);
+    }
+    if (transientBytes > kMaxSunkTransientBytes)
+      continue;
+    Operation *target = nullptr;
+    for (Operation *op = launch->getNextNode(); op; op = op->getNextNode()) {
+      if (!isScheduledOp(op))
+        continue;
+      if (isSequential(*op)) {
+        target = op;
+        break;
+      }
+      bool conflicts = false;
+      for (auto [operand, operandAccess] :
+           llvm::zip_equal(op->getOperands(), access.getOperandAccess(op))) {
+        if (!isa<MemRefType>(operand.getType()))
+          continue;
+        Value root = getRootBuffer(operand);
+        if (isStatusBuffer(root))
+          continue;
+        conflicts |= (writes(operandAccess) &&
+                      (read.contains(root) || written.contains(root))) ||
+                     (reads(operandAccess) && written.contains(root));
+      }
+      if (conflicts)
+        break;
+    }
+    if (target && target != launch->getNextNode())
+      launch->moveBefore(target);
+  }
 }
 
 namespace {
@@ -235,38 +397,49 @@ struct KernelMergeLaunchesPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    BufferAccessAnalysis access;
-    SmallVector<SmallVector<LaunchOp>> runs;
-    for (auto entry : module.getOps<EntryOp>()) {
-      LaunchRun run;
-      auto flush = [&] {
-        if (run.launches.size() > 1)
-          runs.push_back(run.launches);
-        run.clear();
-      };
-      for (Operation &op : entry.getBody().front()) {
-        if (!isScheduledOp(&op))
-          continue;
-        auto launch = dyn_cast<LaunchOp>(op);
-        FuncOp kernel =
-            launch ? symbols.lookup<FuncOp>(launch.getKernel()) : FuncOp();
-        if (!launch || !isMergeable(launch, kernel, access)) {
-          flush();
-          continue;
-        }
-        SmallVector<BufferAccess> operandAccess =
-            access.getOperandAccess(launch);
-        if (!isIndependent(run, launch, operandAccess))
-          flush();
-        addToRun(run, launch, operandAccess);
-      }
-      flush();
-    }
     // New kernels are numbered after the existing ones (kN from N = their
     // count; getUniqueKernelName skips any name taken).
     unsigned nextName = llvm::range_size(module.getOps<FuncOp>());
+    auto kernelOf = [&](LaunchOp launch) {
+      return symbols.lookup<FuncOp>(launch.getKernel());
+    };
+    // First, sequential kernels move down to the next one where nothing in
+    // between depends on them, and chains of sequential kernels become one;
+    // then independent neighbours (among them the chains) share a launch.
+    BufferAccessAnalysis access;
+    for (auto entry : module.getOps<EntryOp>()) {
+      sinkSequentialLaunches(entry, symbols, access);
+      SmallVector<SmallVector<LaunchOp>> chains = collectRuns(
+          entry,
+          [&](LaunchOp launch) {
+            FuncOp kernel = kernelOf(launch);
+            return kernel && kernel.getRange() == 1;
+          },
+          [](LaunchOp) { return false; }, [](LaunchOp) {}, [] {});
+      for (ArrayRef<LaunchOp> chain : chains)
+        if (failed(chainRun(chain, symbols, nextName)))
+          return signalPassFailure();
+    }
+    SmallVector<SmallVector<LaunchOp>> runs;
+    for (auto entry : module.getOps<EntryOp>()) {
+      LaunchRun run;
+      SmallVector<BufferAccess> operandAccess;
+      llvm::append_range(
+          runs,
+          collectRuns(
+              entry,
+              [&](LaunchOp launch) {
+                return isMergeable(launch, kernelOf(launch), access);
+              },
+              [&](LaunchOp launch) {
+                operandAccess = access.getOperandAccess(launch);
+                return !isIndependent(run, launch, operandAccess);
+              },
+              [&](LaunchOp launch) { addToRun(run, launch, operandAccess); },
+              [&] { run.clear(); }));
+    }
     for (ArrayRef<LaunchOp> run : runs)
-      if (failed(mergeRun(run, module, symbols, nextName)))
+      if (failed(mergeRun(run, symbols, nextName)))
         return signalPassFailure();
     // Kernels no launch calls any more.
     SymbolTableCollection collection;
