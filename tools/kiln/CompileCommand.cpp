@@ -89,7 +89,9 @@ static cl::opt<bool> printStats(
 // Accepted so that scripts can ask for the comparison already; the passes
 // they switch off do not exist yet.
 static cl::opt<bool> noFuse(
-    "no-fuse", cl::desc("Compile without fusion (a no-op: no fusion pass yet)"),
+    "no-fuse",
+    cl::desc("Compile without fusion: no graph.fusion regions (--graph-fuse) "
+             "and no merged launches (--kernel-merge-launches)"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> noRecompute(
     "no-recompute",
