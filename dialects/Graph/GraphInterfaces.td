@@ -114,6 +114,16 @@ def Graph_FusionAnchorOpInterface : OpInterface<"FusionAnchorOpInterface"> {
         expensive producers join only anchors that read once.
       }],
       "int64_t", "getReadsPerElement">,
+    InterfaceMethod<[{
+        Whether the kernel walks the fused operand down its columns (a sum
+        over the leading dims: each thread owns a strip of columns and reads
+        it row after row). Producers computed there read their inputs in
+        strips far apart instead of streaming them, which pays only for
+        cheap producers reading at the same index (a residual add), not for
+        an activation's gradient or a transpose (measured slower than their
+        own kernels on the cpu).
+      }],
+      "bool", "walksColumns", (ins), [{}], [{ return false; }]>,
   ];
 }
 

@@ -136,7 +136,8 @@ def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
 
 def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
-    DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface,
+                              ["walksColumns"]>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Sum, max or mean over a set of axes.";
   let description = [{

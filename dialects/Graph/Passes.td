@@ -91,11 +91,7 @@ def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise and data-movement ops into graph.fusion "
                 "regions, one kernel each.";
   let description = [{
-    First, data movement is moved past concats where that is exact (all
-    inputs transposed by one permutation, or reshaped by merging the same
-    dims into the concat axis, and used only there: ConcatHoisting.cpp), so
-    that it can fuse into the concat's consumers. Then, in every function,
-    from the last op up, each fusible op that is not yet
+    In every function, from the last op up, each fusible op that is not yet
     grouped roots a group over its shape and pulls in its fusible producers
     (FusibleOpInterface), nearest first, when the cost model agrees:
     - a producer used only inside the group joins it; an expensive one
@@ -114,7 +110,9 @@ def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     An anchor (FusionAnchorOpInterface: a reduction, a layer norm) roots a
     group too, over the shape of its fused operand, whose producers join by
     the same rules; an expensive producer only when the anchor reads each
-    element once (a reduction, not a layer norm's three passes). The anchor
+    element once (a reduction, not a layer norm's three passes), and into an
+    anchor that walks columns (a sum over the leading dims) only cheap
+    producers that read at the index they write (`walksColumns`). The anchor
     ends the region and its kernel reads the operand through the producers'
     formulas (an add into a bias-gradient sum, a residual add into the next
     layer norm).

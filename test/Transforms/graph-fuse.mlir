@@ -113,9 +113,9 @@ func.func @residual(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32
 // -----
 
 // Producers into reductions: a residual add and its bias add feed a layer
-// norm (one region, the residual sum yielded for its later use); a GELU's
-// gradient feeds its bias-gradient sum (the gradient yielded for the
-// matmul after it).
+// norm (one region, the residual sum yielded for its later use); the sum of
+// two gradients feeds a bias-gradient sum (the sum yielded for the matmul
+// after it).
 
 // CHECK-LABEL: func.func @residual_norm
 // CHECK: %[[F:.*]]:2 = graph.fusion -> (tensor<4x8xf32>, tensor<4x8xf32>) {
@@ -133,14 +133,14 @@ func.func @residual_norm(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %b: tensor<8x
   return %y, %hb : tensor<4x8xf32>, tensor<4x8xf32>
 }
 
-// CHECK-LABEL: func.func @gelu_grad_bias_sum
+// CHECK-LABEL: func.func @gradient_sum_bias
 // CHECK: %[[F:.*]]:2 = graph.fusion -> (tensor<8xf32>, tensor<4x8xf32>) {
-// CHECK-NEXT: %[[D:.*]] = graph.gelu_grad %arg0, %arg1
+// CHECK-NEXT: %[[D:.*]] = graph.add %arg0, %arg1
 // CHECK-NEXT: %[[S:.*]] = graph.reduce sum %[[D]]
 // CHECK-NEXT: graph.yield %[[S]], %[[D]]
 // CHECK: graph.matmul %[[F]]#1
-func.func @gelu_grad_bias_sum(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> (tensor<8xf32>, tensor<4x3xf32>) {
-  %d = graph.gelu_grad %dy, %x : tensor<4x8xf32>
+func.func @gradient_sum_bias(%dy: tensor<4x8xf32>, %dr: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> (tensor<8xf32>, tensor<4x3xf32>) {
+  %d = graph.add %dy, %dr : tensor<4x8xf32>
   %s = graph.reduce sum %d {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
   %m = graph.matmul %d, %w : tensor<4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
   return %s, %m : tensor<8xf32>, tensor<4x3xf32>
@@ -150,18 +150,27 @@ func.func @gelu_grad_bias_sum(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %w: ten
 
 // What stays out of an anchor's region: an expensive producer of a layer
 // norm, which reads each element three times (the exp stays a kernel of its
-// own); a reduction fed only through a broadcast (nothing to save: the
-// broadcast and the negation fuse on their own, the sum reads their result).
+// own); a broadcast, a GELU's gradient (expensive) or a transpose into a
+// sum over the leading dims, which walks columns (cheap producers that read
+// at their own index, as the negation and the add, do join).
 
 // CHECK-LABEL: func.func @expensive_into_norm
 // CHECK-NOT: graph.fusion
 // CHECK: %[[E:.*]] = graph.exp %arg0
 // CHECK-NEXT: graph.layer_norm %[[E]]
 // CHECK-LABEL: func.func @broadcast_into_sum
-// CHECK: %[[F:.*]] = graph.fusion -> (tensor<4x8xf32>) {
-// CHECK: graph.yield
-// CHECK-NEXT: }
-// CHECK-NEXT: graph.reduce sum %[[F]]
+// CHECK: %[[B:.*]] = graph.broadcast %arg0
+// CHECK-NEXT: graph.fusion -> (tensor<8xf32>) {
+// CHECK-NEXT: graph.neg %[[B]]
+// CHECK-NEXT: graph.reduce sum
+// CHECK-LABEL: func.func @expensive_into_column_sum
+// CHECK-NOT: graph.fusion
+// CHECK: %[[D:.*]] = graph.gelu_grad %arg0, %arg1
+// CHECK-NEXT: graph.reduce sum %[[D]]
+// CHECK-LABEL: func.func @transpose_into_column_sum
+// CHECK: %[[T:.*]] = graph.transpose %arg0
+// CHECK-NEXT: graph.fusion
+// CHECK-NEXT: graph.add %[[T]], %arg1
 func.func @expensive_into_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %beta: tensor<8xf32>) -> tensor<4x8xf32> {
   %e = graph.exp %x : tensor<4x8xf32>
   %y = graph.layer_norm %e, %g, %beta : tensor<4x8xf32>, tensor<8xf32>
@@ -173,62 +182,14 @@ func.func @broadcast_into_sum(%b: tensor<8xf32>) -> tensor<8xf32> {
   %s = graph.reduce sum %n {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
   return %s : tensor<8xf32>
 }
-
-// -----
-
-// Data movement moves past a concat: the gradients of q, k and v, turned
-// from heads to rows and joined, become one concat in the head layout and
-// one transpose and reshape, which fuse into the bias-gradient sum (and are
-// yielded for the matmul).
-
-// CHECK-LABEL: func.func @heads_concat
-// CHECK: %[[C:.*]] = graph.concat %arg0, %arg1, %arg2 {axis = 1 : i64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> tensor<2x12x3x8xf32>
-// CHECK: %[[F:.*]]:2 = graph.fusion -> (tensor<96xf32>, tensor<2x3x96xf32>) {
-// CHECK-NEXT: %[[T:.*]] = graph.transpose %[[C]] {perm = array<i64: 0, 2, 1, 3>} : tensor<2x12x3x8xf32> -> tensor<2x3x12x8xf32>
-// CHECK-NEXT: %[[R:.*]] = graph.reshape %[[T]] : tensor<2x3x12x8xf32> -> tensor<2x3x96xf32>
-// CHECK-NEXT: %[[S:.*]] = graph.reduce sum %[[R]]
-// CHECK-NEXT: graph.yield %[[S]], %[[R]]
-// CHECK: graph.matmul %[[F]]#1
-func.func @heads_concat(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>, %w: tensor<96x5xf32>) -> (tensor<96xf32>, tensor<2x3x5xf32>) {
-  %tq = graph.transpose %q {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
-  %rq = graph.reshape %tq : tensor<2x3x4x8xf32> -> tensor<2x3x32xf32>
-  %tk = graph.transpose %k {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
-  %rk = graph.reshape %tk : tensor<2x3x4x8xf32> -> tensor<2x3x32xf32>
-  %tv = graph.transpose %v {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
-  %rv = graph.reshape %tv : tensor<2x3x4x8xf32> -> tensor<2x3x32xf32>
-  %c = graph.concat %rq, %rk, %rv {axis = 2 : i64} : (tensor<2x3x32xf32>, tensor<2x3x32xf32>, tensor<2x3x32xf32>) -> tensor<2x3x96xf32>
-  %s = graph.reduce sum %c {axes = array<i64: 0, 1>} : tensor<2x3x96xf32> -> tensor<96xf32>
-  %m = graph.matmul %c, %w : tensor<2x3x96xf32>, tensor<96x5xf32> -> tensor<2x3x5xf32>
-  return %s, %m : tensor<96xf32>, tensor<2x3x5xf32>
+func.func @expensive_into_column_sum(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) -> tensor<8xf32> {
+  %d = graph.gelu_grad %dy, %x : tensor<4x8xf32>
+  %s = graph.reduce sum %d {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  return %s : tensor<8xf32>
 }
-
-// -----
-
-// No hoisting where it would not be exact or would compute twice: two
-// permutations; a reshape that splits the concat axis; a transpose also
-// used elsewhere.
-
-// CHECK-LABEL: func.func @no_hoist_perms
-// CHECK: graph.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x4xf32>
-// CHECK-LABEL: func.func @no_hoist_split
-// CHECK: graph.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x3x2xf32>, tensor<2x3x2xf32>) -> tensor<2x6x2xf32>
-// CHECK-LABEL: func.func @no_hoist_used
-// CHECK: graph.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<6x2xf32>
-func.func @no_hoist_perms(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<3x4xf32> {
-  %ta = graph.transpose %a {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
-  %tb = graph.transpose %b {perm = array<i64: 0, 1>} : tensor<3x2xf32> -> tensor<3x2xf32>
-  %c = graph.concat %ta, %tb {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x4xf32>
-  return %c : tensor<3x4xf32>
-}
-func.func @no_hoist_split(%a: tensor<2x6xf32>, %b: tensor<2x6xf32>) -> tensor<2x6x2xf32> {
-  %ra = graph.reshape %a : tensor<2x6xf32> -> tensor<2x3x2xf32>
-  %rb = graph.reshape %b : tensor<2x6xf32> -> tensor<2x3x2xf32>
-  %c = graph.concat %ra, %rb {axis = 1 : i64} : (tensor<2x3x2xf32>, tensor<2x3x2xf32>) -> tensor<2x6x2xf32>
-  return %c : tensor<2x6x2xf32>
-}
-func.func @no_hoist_used(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> (tensor<6x2xf32>, tensor<3x2xf32>) {
-  %ta = graph.transpose %a {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
-  %tb = graph.transpose %b {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
-  %c = graph.concat %ta, %tb {axis = 0 : i64} : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<6x2xf32>
-  return %c, %ta : tensor<6x2xf32>, tensor<3x2xf32>
+func.func @transpose_into_column_sum(%a: tensor<8x4xf32>, %b: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xf32>) {
+  %t = graph.transpose %a {perm = array<i64: 1, 0>} : tensor<8x4xf32> -> tensor<4x8xf32>
+  %d = graph.add %t, %b : tensor<4x8xf32>
+  %s = graph.reduce sum %d {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+  return %s, %d : tensor<8xf32>, tensor<4x8xf32>
 }

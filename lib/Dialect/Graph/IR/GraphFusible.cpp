@@ -351,6 +351,17 @@ Value ConstantOp::buildScalar(OpBuilder &b, Location loc, unsigned,
 
 unsigned ReduceOp::getFusedOperandIndex() { return 0; }
 int64_t ReduceOp::getReadsPerElement() { return 1; }
+/// The column template of the lowering: the reduced dims lead the kept ones.
+bool ReduceOp::walksColumns() {
+  ArrayRef<int64_t> axes = getAxes();
+  auto rank = static_cast<int64_t>(getInput().getType().getRank());
+  if (axes.empty() || static_cast<int64_t>(axes.size()) == rank)
+    return false;
+  for (auto [index, axis] : llvm::enumerate(axes))
+    if (axis != static_cast<int64_t>(index))
+      return false;
+  return true;
+}
 
 unsigned LayerNormOp::getFusedOperandIndex() { return 0; }
 /// The mean, the variance, then the normalized value.

@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
-#include "kiln/Dialect/Graph/Transforms/ConcatHoisting.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -175,6 +174,16 @@ private:
     // expensive producer as often.
     if (expensive && group.anchor && group.anchor.getReadsPerElement() > 1)
       return std::nullopt;
+    // A kernel walking columns computes only cheap producers that read
+    // their operands at the index they write.
+    if (group.anchor && group.anchor.walksColumns() &&
+        (fusible.getFlopsPerElement() >= kExpensiveFlopsPerElement ||
+         !llvm::all_of(llvm::seq<unsigned>(0, producer->getNumOperands()),
+                       [&](unsigned index) {
+                         return fusible.getOperandIndexMap(0, index)
+                             .isIdentity();
+                       })))
+      return std::nullopt;
     if (group.anchor) {
       int64_t flops = fusible.getFlopsPerElement();
       for (auto &entry : group.members)
@@ -331,7 +340,6 @@ struct GraphFusePass : kiln::graph::impl::GraphFuseBase<GraphFusePass> {
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (function.isExternal())
         continue;
-      hoistDataMovementOverConcats(function.getBody().front());
       Fuser(function.getBody().front()).run();
     }
   }
