@@ -59,10 +59,16 @@ def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
 def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
   let summary = "Merges runs of independent launches into one kernel each.";
   let description = [{
-    First, within each `kernel.entry`, a run of consecutive launches of
-    sequential kernels (range 1: the scalar steps of a loss, a learning-rate
-    schedule, a clipping scale), dependent or not, becomes one sequential
-    kernel running their bodies in order.
+    First, within each `kernel.entry`, launches move down to where they can
+    join a neighbour, when no scheduled op in between writes what they touch
+    or reads what they write: a sequential launch (range 1: the scalar steps
+    of a loss, a learning-rate schedule, a clipping scale) to the next
+    sequential one, if the transients it reads total at most 64 KiB; a
+    parallel launch without a mergeable neighbour to the next launch it is
+    independent of, unless the move raises the entry's live lower bound (a
+    bias-gradient sum past two GEMMs to the next layer norm's gradient).
+    Then a run of consecutive launches of sequential kernels, dependent or
+    not, becomes one sequential kernel running their bodies in order.
     Then a run of consecutive launches of parallel
     kernels (range > 0; a sequential body becomes a segment of
     size 1) where no launch writes a buffer that another one

@@ -231,3 +231,68 @@ kernel.entry @chain_and_neighbour(%s: memref<f32> {kernel.kind = #kernel.kind<in
   kernel.launch @rev8d(%a, %b) {kernel.origin = "graph.rev"} : memref<8xf32>, memref<8xf32>
   kernel.return
 }
+
+// -----
+
+// A parallel launch with no mergeable neighbour after it moves down past a
+// GEMM it does not touch to the next launch it is independent of, and the
+// two share a launch (a bias-gradient sum joining the next layer norm's
+// gradient). Not when that would keep a transient alive across the GEMM
+// and raise the live lower bound: @late reads %t, which would then live
+// next to the GEMM's output.
+
+// CHECK-LABEL: kernel.entry @sink
+// CHECK-NEXT: kernel.gemm
+// CHECK-NEXT: kernel.view
+// CHECK-NEXT: kernel.launch @k{{[0-9]+}}({{.*}}) {kernel.origin = "early+next"}
+// CHECK-NEXT: kernel.return
+// CHECK-LABEL: kernel.entry @no_sink
+// CHECK: kernel.launch @fill8s
+// CHECK-NEXT: kernel.launch @rev8s({{.*}}) {kernel.origin = "late"}
+// CHECK-NEXT: kernel.alloc
+// CHECK-NEXT: kernel.gemm
+// CHECK-NEXT: kernel.view
+// CHECK-NEXT: kernel.launch @rev8s({{.*}}) {kernel.origin = "next"}
+#rev8s = affine_map<(d0) -> (7 - d0)>
+#id8s = affine_map<(d0) -> (d0)>
+kernel.func @rev8s(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#rev8s, #id8s], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
+kernel.func @fill8s(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [#rev8s, #id8s], iterator_types = ["parallel"]}
+      ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  }
+  kernel.return
+}
+kernel.entry @sink(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                   %w: memref<4x4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "w"},
+                   %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
+                   %g: memref<4x4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "g"},
+                   %c: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  kernel.launch @rev8s(%a, %b) {kernel.origin = "early"} : memref<8xf32>, memref<8xf32>
+  kernel.gemm %w, %w, %g {m = 4 : i64, n = 4 : i64, k = 4 : i64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
+  %v = kernel.view %g : memref<4x4xf32> -> memref<16xf32>
+  kernel.launch @rev8s(%a, %c) {kernel.origin = "next"} : memref<8xf32>, memref<8xf32>
+  kernel.return
+}
+kernel.entry @no_sink(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                      %w: memref<4x4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "w"},
+                      %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
+                      %c: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  %t = kernel.alloc : memref<8xf32>
+  kernel.launch @fill8s(%a, %t) {kernel.origin = "fill"} : memref<8xf32>, memref<8xf32>
+  kernel.launch @rev8s(%t, %b) {kernel.origin = "late"} : memref<8xf32>, memref<8xf32>
+  %g = kernel.alloc : memref<4x4xf32>
+  kernel.gemm %w, %w, %g {m = 4 : i64, n = 4 : i64, k = 4 : i64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
+  %v = kernel.view %g : memref<4x4xf32> -> memref<16xf32>
+  kernel.launch @rev8s(%a, %c) {kernel.origin = "next"} : memref<8xf32>, memref<8xf32>
+  kernel.return
+}

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kernel/Analysis/BufferAccess.h"
+#include "kiln/Dialect/Kernel/Analysis/BufferLiveness.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -330,64 +331,115 @@ collectRuns(EntryOp entry, llvm::function_ref<bool(LaunchOp)> accept,
 /// down to the next sequential one (a loss's per-row terms).
 static constexpr int64_t kMaxSunkTransientBytes = 64 * 1024;
 
-/// Moves each sequential launch (range 1) of `entry` down to just before
-/// the next sequential launch when no scheduled op in between touches what
-/// it writes or writes what it reads, and the transients it reads are
-/// small: a loss's mean then runs with the step count, and the parallel
-/// kernels it separated become neighbours.
-static void sinkSequentialLaunches(EntryOp entry, SymbolTable &symbols,
-                                   BufferAccessAnalysis &access) {
-  auto isSequential = [&](Operation &op) {
+/// The buffers `launch` reads and writes, by root; the status buffer
+/// apart (no conflict).
+static void collectTouched(LaunchOp launch, BufferAccessAnalysis &access,
+                           llvm::DenseSet<Value> &read,
+                           llvm::DenseSet<Value> &written) {
+  for (auto [operand, operandAccess] : llvm::zip_equal(
+           launch->getOperands(), access.getOperandAccess(launch))) {
+    Value root = getRootBuffer(operand);
+    if (isStatusBuffer(root))
+      continue;
+    if (reads(operandAccess))
+      read.insert(root);
+    if (writes(operandAccess))
+      written.insert(root);
+  }
+}
+
+/// Whether `op` writes what `read` or `written` holds, or reads what
+/// `written` holds.
+static bool conflictsWith(Operation *op, BufferAccessAnalysis &access,
+                          const llvm::DenseSet<Value> &read,
+                          const llvm::DenseSet<Value> &written) {
+  for (auto [operand, operandAccess] :
+       llvm::zip_equal(op->getOperands(), access.getOperandAccess(op))) {
+    if (!isa<MemRefType>(operand.getType()))
+      continue;
+    Value root = getRootBuffer(operand);
+    if (isStatusBuffer(root))
+      continue;
+    if ((writes(operandAccess) &&
+         (read.contains(root) || written.contains(root))) ||
+        (reads(operandAccess) && written.contains(root)))
+      return true;
+  }
+  return false;
+}
+
+/// Moves launches of `entry` down to where they can join a neighbour, last
+/// first (a launch then moves to where the later ones went):
+/// - a sequential launch (range 1) to just before the next sequential one,
+///   when the transients it reads are small (a loss's mean then runs with
+///   the step count, and the parallel kernels it separated become
+///   neighbours);
+/// - a parallel launch that has no mergeable neighbour after it to just
+///   before the next launch it is independent of and may share a launch
+///   with (a bias-gradient sum past the GEMMs to the next layer norm's
+///   gradient), unless that raises the entry's live lower bound.
+/// No scheduled op in between may write what the launch touches or read
+/// what it writes.
+static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
+                         BufferAccessAnalysis &access) {
+  auto kernelOf = [&](Operation *op) {
     auto launch = dyn_cast<LaunchOp>(op);
-    auto kernel =
-        launch ? symbols.lookup<FuncOp>(launch.getKernel()) : FuncOp();
+    return launch ? symbols.lookup<FuncOp>(launch.getKernel()) : FuncOp();
+  };
+  auto isSequential = [&](Operation *op) {
+    FuncOp kernel = kernelOf(op);
     return kernel && kernel.getRange() == 1;
   };
-  SmallVector<LaunchOp> sequential;
-  for (Operation &op : entry.getBody().front())
-    if (isSequential(op))
-      sequential.push_back(cast<LaunchOp>(op));
-  // Last first: a launch then moves to where the later ones went.
-  for (LaunchOp launch : llvm::reverse(sequential)) {
+  auto isMergeableLaunch = [&](Operation *op) {
+    auto launch = dyn_cast<LaunchOp>(op);
+    return launch && isMergeable(launch, kernelOf(op), access);
+  };
+  SmallVector<LaunchOp> launches(entry.getBody().front().getOps<LaunchOp>());
+  for (LaunchOp launch : llvm::reverse(launches)) {
+    bool sequential = isSequential(launch);
+    if (!sequential && !isMergeableLaunch(launch))
+      continue;
     llvm::DenseSet<Value> read, written;
-    int64_t transientBytes = 0;
-    for (auto [operand, operandAccess] : llvm::zip_equal(
-             launch->getOperands(), access.getOperandAccess(launch))) {
-      Value root = getRootBuffer(operand);
-      if (reads(operandAccess) && read.insert(root).second &&
-          root.getDefiningOp<AllocOp>())
-        transientBytes +=
-            getBufferSizeInBytes(cast<MemRefType>(root.getType()));
-      if (writes(operandAccess))
-        written.insert(root);
+    collectTouched(launch, access, read, written);
+    if (sequential) {
+      int64_t transientBytes = 0;
+      for (Value root : read)
+        if (root.getDefiningOp<AllocOp>())
+          transientBytes +=
+              getBufferSizeInBytes(cast<MemRefType>(root.getType()));
+      if (transientBytes > kMaxSunkTransientBytes)
+        continue;
     }
-    if (transientBytes > kMaxSunkTransientBytes)
+    auto joins = [&](Operation *op) {
+      if (sequential)
+        return isSequential(op);
+      return isMergeableLaunch(op) && !conflictsWith(op, access, read, written);
+    };
+    Operation *next = launch->getNextNode();
+    while (next && !isScheduledOp(next))
+      next = next->getNextNode();
+    if (!next || joins(next))
       continue;
     Operation *target = nullptr;
-    for (Operation *op = launch->getNextNode(); op; op = op->getNextNode()) {
+    for (Operation *op = next; op; op = op->getNextNode()) {
       if (!isScheduledOp(op))
         continue;
-      if (isSequential(*op)) {
+      if (joins(op)) {
         target = op;
         break;
       }
-      bool conflicts = false;
-      for (auto [operand, operandAccess] :
-           llvm::zip_equal(op->getOperands(), access.getOperandAccess(op))) {
-        if (!isa<MemRefType>(operand.getType()))
-          continue;
-        Value root = getRootBuffer(operand);
-        if (isStatusBuffer(root))
-          continue;
-        conflicts |= (writes(operandAccess) &&
-                      (read.contains(root) || written.contains(root))) ||
-                     (reads(operandAccess) && written.contains(root));
-      }
-      if (conflicts)
+      if (conflictsWith(op, access, read, written))
         break;
     }
-    if (target && target != launch->getNextNode())
-      launch->moveBefore(target);
+    if (!target)
+      continue;
+    Operation *before = launch->getNextNode();
+    int64_t bound =
+        sequential ? 0 : BufferLiveness(entry, access).getLiveLowerBound();
+    launch->moveBefore(target);
+    if (!sequential &&
+        BufferLiveness(entry, access).getLiveLowerBound() > bound)
+      launch->moveBefore(before);
   }
 }
 
@@ -408,7 +460,7 @@ struct KernelMergeLaunchesPass
     // then independent neighbours (among them the chains) share a launch.
     BufferAccessAnalysis access;
     for (auto entry : module.getOps<EntryOp>()) {
-      sinkSequentialLaunches(entry, symbols, access);
+      sinkLaunches(entry, symbols, access);
       SmallVector<SmallVector<LaunchOp>> chains = collectRuns(
           entry,
           [&](LaunchOp launch) {
