@@ -67,6 +67,8 @@ def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
     parallel launch without a mergeable neighbour to the next launch it is
     independent of, unless the move raises the entry's live lower bound (a
     bias-gradient sum past two GEMMs to the next layer norm's gradient).
+    A launch that writes an entry output stays where it is: the loss's
+    writer marks the end of the forward (`activation_bytes`).
     Then a run of consecutive launches of sequential kernels, dependent or
     not, becomes one sequential kernel running their bodies in order.
     Then a run of consecutive launches of parallel

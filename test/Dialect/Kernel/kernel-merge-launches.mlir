@@ -239,13 +239,16 @@ kernel.entry @chain_and_neighbour(%s: memref<f32> {kernel.kind = #kernel.kind<in
 // two share a launch (a bias-gradient sum joining the next layer norm's
 // gradient). Not when that would keep a transient alive across the GEMM
 // and raise the live lower bound: @late reads %t, which would then live
-// next to the GEMM's output.
+// next to the GEMM's output. (A launch writing an output never moves.)
 
 // CHECK-LABEL: kernel.entry @sink
 // CHECK-NEXT: kernel.gemm
 // CHECK-NEXT: kernel.view
 // CHECK-NEXT: kernel.launch @k{{[0-9]+}}({{.*}}) {kernel.origin = "early+next"}
 // CHECK-NEXT: kernel.return
+// CHECK-LABEL: kernel.entry @output_stays
+// CHECK-NEXT: kernel.launch @rev8s({{.*}}) {kernel.origin = "loss"}
+// CHECK-NEXT: kernel.gemm
 // CHECK-LABEL: kernel.entry @no_sink
 // CHECK: kernel.launch @fill8s
 // CHECK-NEXT: kernel.launch @rev8s({{.*}}) {kernel.origin = "late"}
@@ -274,19 +277,29 @@ kernel.func @fill8s(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 4 
 }
 kernel.entry @sink(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
                    %w: memref<4x4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "w"},
-                   %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
+                   %b: memref<8xf32> {kernel.kind = #kernel.kind<gradient>, kernel.name = "b"},
                    %g: memref<4x4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "g"},
-                   %c: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+                   %c: memref<8xf32> {kernel.kind = #kernel.kind<gradient>, kernel.name = "c"}) {
   kernel.launch @rev8s(%a, %b) {kernel.origin = "early"} : memref<8xf32>, memref<8xf32>
   kernel.gemm %w, %w, %g {m = 4 : i64, n = 4 : i64, k = 4 : i64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
   %v = kernel.view %g : memref<4x4xf32> -> memref<16xf32>
   kernel.launch @rev8s(%a, %c) {kernel.origin = "next"} : memref<8xf32>, memref<8xf32>
   kernel.return
 }
+kernel.entry @output_stays(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                   %w: memref<4x4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "w"},
+                   %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "loss"},
+                   %g: memref<4x4xf32> {kernel.kind = #kernel.kind<gradient>, kernel.name = "g"},
+                   %c: memref<8xf32> {kernel.kind = #kernel.kind<gradient>, kernel.name = "c"}) {
+  kernel.launch @rev8s(%a, %b) {kernel.origin = "loss"} : memref<8xf32>, memref<8xf32>
+  kernel.gemm %w, %w, %g {m = 4 : i64, n = 4 : i64, k = 4 : i64} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>
+  kernel.launch @rev8s(%a, %c) {kernel.origin = "next"} : memref<8xf32>, memref<8xf32>
+  kernel.return
+}
 kernel.entry @no_sink(%a: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
                       %w: memref<4x4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "w"},
-                      %b: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "b"},
-                      %c: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+                      %b: memref<8xf32> {kernel.kind = #kernel.kind<gradient>, kernel.name = "b"},
+                      %c: memref<8xf32> {kernel.kind = #kernel.kind<gradient>, kernel.name = "c"}) {
   %t = kernel.alloc : memref<8xf32>
   kernel.launch @fill8s(%a, %t) {kernel.origin = "fill"} : memref<8xf32>, memref<8xf32>
   kernel.launch @rev8s(%t, %b) {kernel.origin = "late"} : memref<8xf32>, memref<8xf32>

@@ -88,14 +88,20 @@ static std::optional<Box> getWriteBox(LaunchOp launch, Value operand,
   return box.asArrayRef();
 }
 
-/// Whether `root` is the entry's status buffer: kernels only record bad
-/// input there, with atomic operations, so any two may do so together.
-static bool isStatusBuffer(Value root) {
+/// The entry buffer kind of `root`, if it is an argument of its entry.
+static std::optional<BufferKind> getEntryKind(Value root) {
   auto argument = dyn_cast<BlockArgument>(root);
   auto entry = argument ? dyn_cast<EntryOp>(argument.getOwner()->getParentOp())
                         : EntryOp();
-  return entry &&
-         entry.getBufferKind(argument.getArgNumber()) == BufferKind::Status;
+  if (!entry)
+    return std::nullopt;
+  return entry.getBufferKind(argument.getArgNumber());
+}
+
+/// Whether `root` is the entry's status buffer: kernels only record bad
+/// input there, with atomic operations, so any two may do so together.
+static bool isStatusBuffer(Value root) {
+  return getEntryKind(root) == BufferKind::Status;
 }
 
 /// Whether `launch` touches none of the buffers the run writes and writes
@@ -371,9 +377,8 @@ static bool conflictsWith(Operation *op, BufferAccessAnalysis &access,
 /// Moves launches of `entry` down to where they can join a neighbour, last
 /// first (a launch then moves to where the later ones went):
 /// - a sequential launch (range 1) to just before the next sequential one,
-///   when the transients it reads are small (a loss's mean then runs with
-///   the step count, and the parallel kernels it separated become
-///   neighbours);
+///   when the transients it reads are small (a small bias-gradient sum
+///   then runs with the step count and the schedule);
 /// - a parallel launch that has no mergeable neighbour after it to just
 ///   before the next launch it is independent of and may share a launch
 ///   with (a bias-gradient sum past the GEMMs to the next layer norm's
@@ -401,6 +406,12 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
       continue;
     llvm::DenseSet<Value> read, written;
     collectTouched(launch, access, read, written);
+    // A launch writing an output stays: the loss's writer marks the end of
+    // the forward (activation_bytes, recomputation's budget).
+    if (llvm::any_of(written, [](Value root) {
+          return getEntryKind(root) == BufferKind::Output;
+        }))
+      continue;
     if (sequential) {
       int64_t transientBytes = 0;
       for (Value root : read)
