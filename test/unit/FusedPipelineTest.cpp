@@ -2,9 +2,9 @@
 //
 // Part of Kiln. A seeded generator of graph functions (random shapes of rank
 // 1-4 with dims such as 1, 3, 5, 17, 33; unary and binary math, broadcast,
-// transpose, reshape, slice, split, concat, reduce, matmul, f32<->f64 casts;
-// DAGs whose values are used several times and several results) checks the
-// optimized pipeline three ways:
+// transpose, reshape, slice, split, concat, reduce, layer_norm, matmul,
+// f32<->f64 casts; DAGs whose values are used several times and several
+// results) checks the optimized pipeline three ways:
 //   - --graph-fuse alone: the interpreter on the fused graph (graph.fusion
 //     regions evaluated op by op) gives the same bits as on the original;
 //   - the kernel pipeline with fusion (graph.fusion kernels, merged
@@ -536,6 +536,23 @@ private:
          low, high, x.pureF64);
   }
 
+  /// A layer norm over the last dim with new gain and bias arguments: the
+  /// anchor of the residual-add fusions.
+  void stepLayerNorm(int v) {
+    v = tame(v);
+    GenValue x = values[v];
+    if (x.shape.empty())
+      return stepUnary(v);
+    int64_t width = x.shape.back();
+    int gamma = addArgument({width}, x.f64, 0.5, 1.5);
+    int beta = addArgument({width}, x.f64, -0.5, 0.5);
+    double bound = 1.5 * std::sqrt(static_cast<double>(width)) + 0.5;
+    emit(llvm::formatv("graph.layer_norm {0}, {1}, {2}", x.name,
+                       values[gamma].name, values[beta].name),
+         typeOf(x.shape, x.f64) + ", " + typeOf({width}, x.f64), x.shape, x.f64,
+         -bound, bound, x.pureF64);
+  }
+
   void stepMatmul(int v) {
     v = tame(v);
     GenValue x = values[v];
@@ -596,8 +613,10 @@ private:
       stepSplit(v);
     else if (r < 87)
       stepConcat(v);
-    else if (r < 93)
+    else if (r < 91)
       stepReduce(v);
+    else if (r < 93)
+      stepLayerNorm(v);
     else if (r < 96)
       stepMatmul(v);
     else
