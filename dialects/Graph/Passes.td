@@ -117,8 +117,9 @@ def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
     formulas (an add into a bias-gradient sum, a residual add into the next
     layer norm).
     An anchor takes at most 8 producers of at most 32 FLOPs per element in
-    all (its kernel is a scalar loop whose formula LLVM's vectorizer
-    analyses in time exponential in the depth of repeated reads).
+    all (its formula is computed inside its row loops; the caps keep it
+    small), and its group must read some value of the full iteration space
+    (a reduction of a broadcast gains nothing).
     A group becomes a `graph.fusion` at its root when at least two of its ops
     would otherwise be kernels of their own (reshapes are views, splat
     constants are free). Ops left without uses are erased.

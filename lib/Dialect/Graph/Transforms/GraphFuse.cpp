@@ -25,11 +25,11 @@ using namespace mlir;
 using namespace kiln::graph;
 
 /// The most producers, and the most FLOPs per element of their formulas,
-/// an anchor's group takes. The anchor's kernel is a scalar loop that
-/// LLVM's loop vectorizer analyses in time exponential in the depth of a
-/// formula whose ops read a value twice (gelu's x*x*x: chained activations
-/// took minutes for one kernel in the random-graph test); the fusions that
-/// pay (bias and residual adds, one activation's gradient) stay below.
+/// an anchor's group takes: a guard that keeps the formula computed inside
+/// the anchor's row loops small (LLVM 22's loop vectorizer spent minutes on
+/// one such kernel in the random-graph test; that one was a reduction of a
+/// loop-invariant load, see readsAStream). The fusions that pay (bias and
+/// residual adds) stay far below.
 static constexpr int64_t kMaxAnchoredProducers = 8;
 static constexpr int64_t kMaxAnchoredFlopsPerElement = 32;
 
