@@ -194,13 +194,7 @@ static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
       lowering.finish(returnOp.getOperands());
       return success();
     }
-    const GraphToKernelPattern *pattern =
-        patterns.lookup(op.getName().getStringRef());
-    if (!pattern)
-      return op.emitError() << "no kernel lowering for '" << op.getName()
-                            << "' yet";
-    lowering.beginOp(&op, pattern->readsAtResultIndex());
-    if (failed(pattern->lower(&op, lowering)))
+    if (failed(lowering.lower(&op)))
       return failure();
   }
   return function.emitError() << "does not end in func.return";

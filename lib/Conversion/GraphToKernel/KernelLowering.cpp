@@ -168,17 +168,21 @@ void KernelLowering::presetResult(Value tensor, Value buffer) {
   presetResults[tensor] = buffer;
 }
 
-LogicalResult KernelLowering::lowerNested(Operation *op, StringRef origin) {
+LogicalResult KernelLowering::lower(Operation *op) {
   const GraphToKernelPattern *pattern =
       patterns.lookup(op->getName().getStringRef());
   if (!pattern)
     return op->emitError() << "no kernel lowering for '" << op->getName()
                            << "' yet";
+  beginOp(op, pattern->readsAtResultIndex());
+  return pattern->lower(op, *this);
+}
+
+LogicalResult KernelLowering::lowerNested(Operation *op, StringRef origin) {
   Operation *outer = currentOp;
   bool outerReadsAtResultIndex = currentReadsAtResultIndex;
-  beginOp(op, pattern->readsAtResultIndex());
   originOverride = origin.str();
-  LogicalResult result = pattern->lower(op, *this);
+  LogicalResult result = lower(op);
   originOverride.clear();
   beginOp(outer, outerReadsAtResultIndex);
   return result;

@@ -135,6 +135,9 @@ public:
   /// Makes allocateResult(tensor) hand out `buffer` (an anchor's result is
   /// its region's result).
   void presetResult(mlir::Value tensor, mlir::Value buffer);
+  /// Lowers `op` with the pattern registered for it (an error when there is
+  /// none), after beginOp.
+  mlir::LogicalResult lower(mlir::Operation *op);
   /// Lowers `op`, nested in the op being lowered, with its pattern; what it
   /// builds names `origin` (the enclosing region's ops) as its origin.
   mlir::LogicalResult lowerNested(mlir::Operation *op, llvm::StringRef origin);
@@ -157,12 +160,6 @@ public:
   /// The memref type of a graph tensor type.
   static mlir::MemRefType getBufferType(mlir::Type tensorType);
 
-  /// Called by the driver before lowering `op`. `readsAtResultIndex`: the
-  /// pattern's kernel reads element i of each operand (of the result's
-  /// shape) only in the iteration that writes element i of the results, so
-  /// a result may share its buffer with an operand.
-  void beginOp(mlir::Operation *op, bool readsAtResultIndex);
-
   /// Writes the entry's outputs and the updated parameters and state that
   /// were not written in place (copying where a result's buffer is not its
   /// destination) and ends the entry. Called once, at func.return.
@@ -173,6 +170,12 @@ public:
   static mlir::Value getRootBuffer(mlir::Value buffer);
 
 private:
+  /// Called by lower() before a pattern lowers `op`. `readsAtResultIndex`: the
+  /// pattern's kernel reads element i of each operand (of the result's
+  /// shape) only in the iteration that writes element i of the results, so
+  /// a result may share its buffer with an operand.
+  void beginOp(mlir::Operation *op, bool readsAtResultIndex);
+
   /// Whether the op being lowered may write `destination` (an updated
   /// parameter or state buffer) now: no later op, nor the return, reads a
   /// value held in that buffer, and the op itself reads it only at the index
