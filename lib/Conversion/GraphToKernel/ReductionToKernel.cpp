@@ -53,7 +53,7 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     lowering.bind(op.getResult(), result);
     if (kept == 0)
       return success();
-    // The reduced dims lead or trail the kept ones (a single block each).
+    // The reduced dims lead (the op walks columns) or trail the kept ones.
     int64_t firstKept = 0, lastKept = -1;
     for (auto [d, isReduced] : llvm::enumerate(reduced))
       if (!isReduced) {
@@ -66,8 +66,7 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
         llvm::none_of(ArrayRef<bool>(reduced).slice(firstKept,
                                                     lastKept - firstKept + 1),
                       [](bool isReduced) { return isReduced; });
-    if (count > 0 && keptContiguous &&
-        lastKept == static_cast<int64_t>(shape.size()) - 1) {
+    if (count > 0 && op.walksColumns()) {
       lowerColumns(op, lowering, result, kept, count, kind, elementType);
       return success();
     }

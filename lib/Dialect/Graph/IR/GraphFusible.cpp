@@ -351,11 +351,12 @@ Value ConstantOp::buildScalar(OpBuilder &b, Location loc, unsigned,
 
 unsigned ReduceOp::getFusedOperandIndex() { return 0; }
 int64_t ReduceOp::getReadsPerElement() { return 1; }
-/// The column template of the lowering: the reduced dims lead the kept ones.
+/// The reduced dims lead and the last dim is kept (or the input is a
+/// scalar): the lowering's column template (ReductionToKernel.cpp) asks this.
 bool ReduceOp::walksColumns() {
   ArrayRef<int64_t> axes = getAxes();
   auto rank = static_cast<int64_t>(getInput().getType().getRank());
-  if (axes.empty() || static_cast<int64_t>(axes.size()) == rank)
+  if (rank > 0 && static_cast<int64_t>(axes.size()) == rank)
     return false;
   for (auto [index, axis] : llvm::enumerate(axes))
     if (axis != static_cast<int64_t>(index))
