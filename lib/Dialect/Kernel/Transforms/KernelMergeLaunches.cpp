@@ -104,20 +104,39 @@ static bool isStatusBuffer(Value root) {
   return getEntryKind(root) == BufferKind::Status;
 }
 
+/// Whether operands accessed as `operandAccess` write what `read` or
+/// `written` holds (by root buffer), or read what `written` holds; the
+/// status buffer is no conflict.
+static bool conflictsWith(ValueRange operands,
+                          ArrayRef<BufferAccess> operandAccess,
+                          const llvm::DenseSet<Value> &read,
+                          const llvm::DenseSet<Value> &written) {
+  for (auto [operand, access] : llvm::zip_equal(operands, operandAccess)) {
+    if (!isa<MemRefType>(operand.getType()))
+      continue;
+    Value root = getRootBuffer(operand);
+    if (isStatusBuffer(root))
+      continue;
+    if ((writes(access) && (read.contains(root) || written.contains(root))) ||
+        (reads(access) && written.contains(root)))
+      return true;
+  }
+  return false;
+}
+
 /// Whether `launch` touches none of the buffers the run writes and writes
 /// none the run reads; disjoint boxes of one buffer are no conflict, nor
 /// is the status buffer.
 static bool isIndependent(const LaunchRun &run, LaunchOp launch,
                           ArrayRef<BufferAccess> operandAccess) {
+  if (conflictsWith(launch->getOperands(), operandAccess, run.read,
+                    run.written))
+    return false;
   for (auto [operand, access] :
        llvm::zip_equal(launch->getOperands(), operandAccess)) {
     Value root = getRootBuffer(operand);
     if (access == BufferAccess::None || isStatusBuffer(root))
       continue;
-    if (run.written.contains(root))
-      return false;
-    if (writes(access) && run.read.contains(root))
-      return false;
     std::optional<Box> box = getWriteBox(launch, operand, operandAccess);
     for (auto &[written, boxes] : run.boxes) {
       if (getRootBuffer(written) != root)
@@ -354,26 +373,6 @@ static void collectTouched(LaunchOp launch, BufferAccessAnalysis &access,
   }
 }
 
-/// Whether `op` writes what `read` or `written` holds, or reads what
-/// `written` holds.
-static bool conflictsWith(Operation *op, BufferAccessAnalysis &access,
-                          const llvm::DenseSet<Value> &read,
-                          const llvm::DenseSet<Value> &written) {
-  for (auto [operand, operandAccess] :
-       llvm::zip_equal(op->getOperands(), access.getOperandAccess(op))) {
-    if (!isa<MemRefType>(operand.getType()))
-      continue;
-    Value root = getRootBuffer(operand);
-    if (isStatusBuffer(root))
-      continue;
-    if ((writes(operandAccess) &&
-         (read.contains(root) || written.contains(root))) ||
-        (reads(operandAccess) && written.contains(root)))
-      return true;
-  }
-  return false;
-}
-
 /// Moves launches of `entry` down to where they can join a neighbour, last
 /// first (a launch then moves to where the later ones went):
 /// - a sequential launch (range 1) to just before the next sequential one,
@@ -400,6 +399,9 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
     return launch && isMergeable(launch, kernelOf(op), access);
   };
   SmallVector<LaunchOp> launches(entry.getBody().front().getOps<LaunchOp>());
+  // The entry's live lower bound, as of the moves made so far (computed
+  // once, then after each guarded move, not before and after each).
+  std::optional<int64_t> bound;
   for (LaunchOp launch : llvm::reverse(launches)) {
     bool sequential = isSequential(launch);
     if (!sequential && !isMergeableLaunch(launch))
@@ -424,7 +426,9 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
     auto joins = [&](Operation *op) {
       if (sequential)
         return isSequential(op);
-      return isMergeableLaunch(op) && !conflictsWith(op, access, read, written);
+      return isMergeableLaunch(op) &&
+             !conflictsWith(op->getOperands(), access.getOperandAccess(op),
+                            read, written);
     };
     Operation *next = launch->getNextNode();
     while (next && !isScheduledOp(next))
@@ -439,18 +443,26 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
         target = op;
         break;
       }
-      if (conflictsWith(op, access, read, written))
+      if (conflictsWith(op->getOperands(), access.getOperandAccess(op), read,
+                        written))
         break;
     }
     if (!target)
       continue;
     Operation *before = launch->getNextNode();
-    int64_t bound =
-        sequential ? 0 : BufferLiveness(entry, access).getLiveLowerBound();
+    if (sequential) {
+      launch->moveBefore(target);
+      bound.reset(); // Unguarded: recomputed when next needed.
+      continue;
+    }
+    if (!bound)
+      bound = BufferLiveness(entry, access).getLiveLowerBound();
     launch->moveBefore(target);
-    if (!sequential &&
-        BufferLiveness(entry, access).getLiveLowerBound() > bound)
+    int64_t moved = BufferLiveness(entry, access).getLiveLowerBound();
+    if (moved > *bound)
       launch->moveBefore(before);
+    else
+      bound = moved;
   }
 }
 
