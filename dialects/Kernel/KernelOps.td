@@ -208,6 +208,10 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">]> {
     broadcasts that operand over the batch. Leading dimensions are those of
     contiguous matrices: `lda = transpose_a ? m : k`, `ldb = transpose_b ? k
     : n`, `ldc = n`. All three buffers have one float element type.
+    `tile_m` and `tile_n` (set by `--kernel-tile-gemms`; 0: the whole dim)
+    cut each batch entry's C into tiles that the cpu executor computes as
+    separate single-threaded library calls: fixed here, so the result does
+    not depend on how many threads run them.
     ```mlir
     kernel.gemm %a, %b, %c {m = 32 : i64, n = 128 : i64, k = 64 : i64, batch = 1 : i64,
                             stride_a = 0 : i64, stride_b = 0 : i64, stride_c = 0 : i64}
@@ -222,7 +226,9 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">]> {
                        DefaultValuedAttr<I64Attr, "0">:$stride_c,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha,
-                       DefaultValuedAttr<F64Attr, "0.0">:$beta);
+                       DefaultValuedAttr<F64Attr, "0.0">:$beta,
+                       DefaultValuedAttr<I64Attr, "0">:$tile_m,
+                       DefaultValuedAttr<I64Attr, "0">:$tile_n);
   let assemblyFormat = [{
     $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
   }];

@@ -21,6 +21,38 @@ def KernelAssignOffsetsNaive : Pass<"kernel-assign-offsets-naive", "::mlir::Modu
   let dependentDialects = ["::kiln::kernel::KernelDialect"];
 }
 
+def KernelTileGemms : Pass<"kernel-tile-gemms", "::mlir::ModuleOp"> {
+  let summary = "Cuts each GEMM's C into the tiles the cpu executor runs in parallel.";
+  let description = [{
+    Sets `tile_m` and `tile_n` on every `kernel.gemm`: the cpu executor
+    computes each tile of each batch entry's C as one single-threaded call
+    of its GEMM library, spread over the session's threads. The tiles are
+    chosen here, from the shape alone, so that the bytes of C do not depend
+    on the thread count that runs them (bit-exact resume and recompute).
+
+    A product of `m * n * k` multiply-adds gets about `work / tile-work`
+    tiles (at least 1, at most `max-tiles`), made of whole `block`-row
+    blocks first (each tile then reads all of B, as the library packs it
+    once per call), then of whole `block`-column blocks. A dim left whole
+    gets 0.
+    ```mlir
+    // 2048 x 384 x 128 = 48 * tile-work: 32 blocks of 64 rows, each cut
+    // into 2 tiles of 192 columns.
+    kernel.gemm %a, %b, %c {m = 2048 : i64, n = 384 : i64, k = 128 : i64,
+                            tile_m = 64 : i64, tile_n = 192 : i64} : ...
+    ```
+  }];
+  let options = [
+    Option<"tileWork", "tile-work", "int64_t", /*default=*/"2097152",
+           "Multiply-adds a tile is worth">,
+    Option<"maxTiles", "max-tiles", "int64_t", /*default=*/"64",
+           "The most tiles one batch entry is cut into">,
+    Option<"block", "block", "int64_t", /*default=*/"64",
+           "Tile sizes are multiples of this many rows or columns">,
+  ];
+  let dependentDialects = ["::kiln::kernel::KernelDialect"];
+}
+
 def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every transient buffer in one arena by size and lifetime.";
   let description = [{

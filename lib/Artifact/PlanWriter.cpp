@@ -271,7 +271,8 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
                gemm.getStrideB(), gemm.getStrideC(),
                gemm.getAlpha().convertToDouble(),
                gemm.getBeta().convertToDouble(),
-               *getPlanDType(gemm.getC().getType().getElementType()))
+               *getPlanDType(gemm.getC().getType().getElementType()),
+               gemm.getTileM(), gemm.getTileN())
                .Union();
     callType = plan::Call::GemmCall;
   } else if (auto copy = dyn_cast<kernel::CopyOp>(op)) {

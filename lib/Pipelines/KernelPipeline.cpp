@@ -47,6 +47,9 @@ void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
   // share one launch.
   if (options.fuse)
     pm.addPass(kernel::createKernelMergeLaunches());
+  // The cpu executor's GEMM tiles, fixed from the shapes so that results do
+  // not depend on the thread count (attributes only: the schedule stays).
+  pm.addPass(kernel::createKernelTileGemms());
   // Placement last: it needs the final schedule, and nothing after it may
   // add, move or reorder the ops that touch transients.
   if (options.naiveArena)

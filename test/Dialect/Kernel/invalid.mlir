@@ -120,3 +120,30 @@ kernel.func @k(%x: memref<8xf32>) attributes {grain = 1 : i64, range = 8 : i64} 
   kernel.zero %x : memref<8xf32>
   kernel.return
 }
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{tile sizes must be non-negative, got tile_m = -64, tile_n = 0}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, tile_m = -64 : i64} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{batch strides must be non-negative}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, stride_b = -4 : i64} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{m, n, k and batch must be positive}}
+  kernel.gemm %a, %a, %c {m = -2 : i64, n = 2 : i64, k = 2 : i64} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}

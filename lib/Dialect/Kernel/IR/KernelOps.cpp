@@ -296,10 +296,19 @@ LogicalResult GemmOp::verify() {
       getB().getType().getElementType() != elementType ||
       getC().getType().getElementType() != elementType)
     return emitOpError() << "needs three buffers of one float element type";
-  if (getM() < 1 || getN() < 1 || getK() < 1 || getBatch() < 1)
+  // I64Attr's getters return the value as unsigned.
+  if (static_cast<int64_t>(getM()) < 1 || static_cast<int64_t>(getN()) < 1 ||
+      static_cast<int64_t>(getK()) < 1 || static_cast<int64_t>(getBatch()) < 1)
     return emitOpError() << "m, n, k and batch must be positive";
-  if (getStrideA() < 0 || getStrideB() < 0 || getStrideC() < 0)
+  if (static_cast<int64_t>(getStrideA()) < 0 ||
+      static_cast<int64_t>(getStrideB()) < 0 ||
+      static_cast<int64_t>(getStrideC()) < 0)
     return emitOpError() << "batch strides must be non-negative";
+  int64_t tileM = static_cast<int64_t>(getTileM()),
+          tileN = static_cast<int64_t>(getTileN());
+  if (tileM < 0 || tileN < 0)
+    return emitOpError() << "tile sizes must be non-negative, got tile_m = "
+                         << tileM << ", tile_n = " << tileN;
   if (getBatch() > 1 && getStrideC() < getM() * getN())
     return emitOpError() << "batches would overlap in C: stride_c "
                          << getStrideC() << " < m * n = " << getM() * getN();
