@@ -10,8 +10,10 @@ packages=(
   cmake ninja-build ccache g++
   # Tests and runtime support.
   libgtest-dev python3
-  # libkiln_runtime: the plan schema (flatc, headers) and the cpu BLAS.
-  libflatbuffers-dev flatbuffers-compiler libopenblas-dev
+  # libkiln_runtime: the plan schema (flatc, headers) and the cpu GEMM
+  # libraries: oneDNN (the default; it picks its kernels from the CPU's
+  # features) and OpenBLAS (KILN_GEMM=openblas, and the tests' reference).
+  libflatbuffers-dev flatbuffers-compiler libdnnl-dev libopenblas-dev
 )
 
 missing=()

@@ -26,6 +26,22 @@ config.substitutions.append(("%kiln_include",
                              os.path.join(config.kiln_src_root, "runtime", "include")))
 if config.kiln_has_ptxas:
     config.available_features.add("ptxas")
+# The cpu GEMM libraries built into the runtime: gemm-onednn, gemm-openblas.
+for library in getattr(config, "kiln_gemm_libraries", []):
+    config.available_features.add("gemm-" + library)
+# This CPU's vector extensions, for tests of which kernels a library picks.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo
+                      if line.startswith("flags")), [])
+except OSError:
+    flags = []
+if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+    config.available_features.add("cpu-avx512")
+# Tests choose the GEMM library themselves; a KILN_GEMM or a capped oneDNN
+# ISA in the caller's environment must not change what they see.
+for variable in ("KILN_GEMM", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+    config.environment.pop(variable, None)
 
 # Compiled artifacts of kiln train/sample go to a cache inside the build tree,
 # never to the user's ~/.cache.

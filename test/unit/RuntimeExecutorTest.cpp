@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeTestUtil.h"
+#include "devices/cpu/GemmLibrary.h"
 
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <random>
+#include <optional>
 #include <thread>
 
 using namespace kiln;
@@ -194,14 +196,38 @@ struct GemmCase {
   bool broadcastB;
   int64_t pad;
   double alpha, beta;
+  /// The plan's tiles of C (0: the whole dim).
+  int64_t tileM = 0, tileN = 0;
 };
 
-template <typename T> void checkGemm(const GemmCase &c, DType dtype) {
+/// Sets KILN_GEMM for the life of the object, restoring it after.
+class ScopedGemmLibrary {
+public:
+  explicit ScopedGemmLibrary(const std::string &name) {
+    if (const char *value = std::getenv("KILN_GEMM"))
+      saved_ = value;
+    ::setenv("KILN_GEMM", name.c_str(), 1);
+  }
+  ~ScopedGemmLibrary() {
+    if (saved_)
+      ::setenv("KILN_GEMM", saved_->c_str(), 1);
+    else
+      ::unsetenv("KILN_GEMM");
+  }
+
+private:
+  std::optional<std::string> saved_;
+};
+
+template <typename T>
+void checkGemm(const GemmCase &c, DType dtype, int32_t threads = 0) {
   SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
                " k=" + std::to_string(c.k) +
                " batch=" + std::to_string(c.batch) +
                " ta=" + std::to_string(c.ta) + " tb=" + std::to_string(c.tb) +
-               " broadcastB=" + std::to_string(c.broadcastB));
+               " broadcastB=" + std::to_string(c.broadcastB) +
+               " tiles=" + std::to_string(c.tileM) + "x" +
+               std::to_string(c.tileN));
   int64_t aRows = c.ta ? c.k : c.m, aCols = c.ta ? c.m : c.k;
   int64_t bRows = c.tb ? c.n : c.k, bCols = c.tb ? c.k : c.n;
   int64_t lda = aCols + c.pad, ldb = bCols + c.pad, ldc = c.n + c.pad;
@@ -217,10 +243,12 @@ template <typename T> void checkGemm(const GemmCase &c, DType dtype) {
   uint32_t out = writer.buffer("c", Kind::Output, dtype, {cSize});
   writer.gemm(plan::CreateGemmCall(writer.fbb, a, b, out, c.m, c.n, c.k,
                                    c.batch, c.ta, c.tb, lda, ldb, ldc, strideA,
-                                   strideB, strideC, c.alpha, c.beta, dtype));
+                                   strideB, strideC, c.alpha, c.beta, dtype,
+                                   c.tileM, c.tileN));
   writer.entry("predict", {a, b}, {out});
   Loaded loaded;
-  ASSERT_EQ(loaded.open(writer.finish()), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(loaded.open(writer.finish(), threads), KILN_OK)
+      << kiln_last_error();
 
   std::vector<float> af = randomFloats(aSize, 5), bf = randomFloats(bSize, 6),
                      cf = randomFloats(cSize, 7);
@@ -279,10 +307,103 @@ TEST(RuntimeExecutor, GemmMatchesNaiveLoop) {
       {3, 8, 5, 4, false, false, true, 0, 1.0, 0.0}, // B broadcast.
       {3, 8, 5, 4, false, true, true, 3, 1.0, 0.0},
       {17, 13, 11, 2, false, false, false, 0, 0.5, 1.0}, // Accumulate.
+      // Tiles of C, the last row and column of tiles taking the rest.
+      {130, 70, 33, 1, false, false, false, 0, 1.0, 0.0, 64, 32},
+      {130, 70, 33, 2, true, true, false, 3, 0.5, 1.0, 64, 64},
+      {96, 200, 17, 3, false, true, true, 1, 1.0, 0.0, 0, 64},
+      {200, 9, 40, 1, true, false, false, 0, 2.0, 0.0, 32, 0},
   };
-  for (const GemmCase &c : cases) {
-    checkGemm<float>(c, DType::F32);
-    checkGemm<double>(c, DType::F64);
+  // Every library built in: f64 goes to one that has it when the chosen
+  // library does not (oneDNN).
+  for (const char *library : {"onednn", "openblas", "reference"}) {
+    SCOPED_TRACE(library);
+    ScopedGemmLibrary scoped(library);
+    std::string error;
+    if (!kiln::cpu::getGemmLibrary(library, error))
+      continue; // not built in
+    for (const GemmCase &c : cases)
+      for (int32_t threads : {1, 3}) {
+        checkGemm<float>(c, DType::F32, threads);
+        checkGemm<double>(c, DType::F64, threads);
+      }
+  }
+}
+
+/// The bytes of a tiled GEMM's C with `threads` threads and `library`.
+std::vector<float> tiledGemmBytes(const std::string &library,
+                                  int32_t threads) {
+  ScopedGemmLibrary scoped(library);
+  int64_t m = 300, n = 260, k = 517;
+  PlanWriter writer;
+  uint32_t a = writer.buffer("a", Kind::Input, DType::F32, {m * k});
+  uint32_t b = writer.buffer("b", Kind::Input, DType::F32, {k * n});
+  uint32_t out = writer.buffer("c", Kind::Output, DType::F32, {m * n});
+  writer.gemm(plan::CreateGemmCall(writer.fbb, a, b, out, m, n, k, 1, false,
+                                   false, k, n, n, 0, 0, 0, 1.0, 0.0,
+                                   DType::F32, 64, 128));
+  writer.entry("predict", {a, b}, {out});
+  Loaded loaded;
+  EXPECT_EQ(loaded.open(writer.finish(), threads), KILN_OK)
+      << kiln_last_error();
+  std::vector<float> av = randomFloats(m * k, 11), bv = randomFloats(k * n, 12);
+  int64_t aSize = m * k, bSize = k * n;
+  EXPECT_EQ(kiln_session_bind_input(loaded.session, "a", av.data(), KILN_F32,
+                                    &aSize, 1),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_bind_input(loaded.session, "b", bv.data(), KILN_F32,
+                                    &bSize, 1),
+            KILN_OK);
+  EXPECT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+      << kiln_last_error();
+  return readBuffer<float>(loaded.session, "c", m * n);
+}
+
+TEST(RuntimeExecutor, TiledGemmBytesDoNotDependOnThreads) {
+  for (const std::string &library : kiln::cpu::builtInGemmLibraries()) {
+    SCOPED_TRACE(library);
+    std::vector<float> one = tiledGemmBytes(library, 1);
+    for (int32_t threads : {2, 3, 8}) {
+      std::vector<float> many = tiledGemmBytes(library, threads);
+      ASSERT_EQ(one.size(), many.size());
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
+          << threads << " threads";
+    }
+  }
+}
+
+TEST(RuntimeExecutor, GemmLibraryNamedByKilnGemm) {
+  PlanWriter writer;
+  uint32_t a = writer.buffer("a", Kind::Input, DType::F32, {4});
+  uint32_t out = writer.buffer("c", Kind::Output, DType::F32, {4});
+  writer.gemm(plan::CreateGemmCall(writer.fbb, a, a, out, 2, 2, 2, 1, false,
+                                   false, 2, 2, 2, 0, 0, 0, 1.0, 0.0,
+                                   DType::F32));
+  writer.entry("predict", {a}, {out});
+  std::string plan = writer.finish();
+  {
+    ScopedGemmLibrary scoped("mkl");
+    Loaded loaded;
+    EXPECT_EQ(loaded.open(plan), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error())
+                  .find("KILN_GEMM='mkl' is not built into this runtime "
+                        "(built in: "),
+              std::string::npos)
+        << kiln_last_error();
+  }
+  for (const std::string &library : kiln::cpu::builtInGemmLibraries()) {
+    ScopedGemmLibrary scoped(library);
+    Loaded loaded;
+    ASSERT_EQ(loaded.open(plan), KILN_OK) << kiln_last_error();
+    kiln_gemm_info info;
+    ASSERT_EQ(kiln_session_gemm_info(loaded.session, &info), KILN_OK);
+    EXPECT_EQ(std::string(info.library), library);
+    EXPECT_NE(std::string(info.version), "");
+    EXPECT_NE(std::string(info.isa), "");
+    // Kiln's own kernel is a fallback and says so.
+    if (library == "reference")
+      EXPECT_NE(std::string(info.warning).find("reference kernel"),
+                std::string::npos)
+          << info.warning;
   }
 }
 

@@ -261,6 +261,13 @@ int kiln::cli::runTrain() {
   if (!opened)
     return fail(opened.takeError());
   TrainSession &session = **opened;
+  {
+    std::string warning;
+    progress.message(device + ": " + session.describeDevice(warning));
+    // Not dropped by --quiet: a slow GEMM library costs the whole run.
+    if (!warning.empty())
+      errs() << "kiln train: warning: " << warning << "\n";
+  }
 
   // Parameters: fresh, from weights, or from a checkpoint with the data
   // order (its batch seed, unless --batch-seed overrides it) and position,

@@ -341,6 +341,20 @@ uint64_t TrainSession::step() const {
   return step;
 }
 
+std::string TrainSession::describeDevice(std::string &warning) const {
+  int32_t threads = 0;
+  kiln_session_num_threads(session, &threads);
+  std::string text = formatv("{0} thread{1}", threads, threads == 1 ? "" : "s");
+  kiln_gemm_info gemm;
+  if (kiln_session_gemm_info(session, &gemm) != KILN_OK)
+    return text;
+  text += formatv("; GEMMs: {0} ({1})", gemm.version, gemm.isa).str();
+  if (*gemm.others)
+    text += formatv(", {0}", gemm.others).str();
+  warning = gemm.warning;
+  return text;
+}
+
 Error TrainSession::setCheckNumerics(bool enabled) {
   if (kiln_session_set_check_numerics(session, enabled ? 1 : 0) != KILN_OK)
     return lastError("cannot set check-numerics");

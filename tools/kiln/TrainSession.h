@@ -84,6 +84,9 @@ public:
   llvm::Expected<std::string> resume(const std::string &path);
   llvm::Error save(const std::string &path, const std::string &metadata);
   uint64_t step() const;
+  /// "2 threads; GEMMs: oneDNN 2.6.3 (avx512_core_amx)", and in `warning`
+  /// what the runtime says when a GEMM library runs generic kernels.
+  std::string describeDevice(std::string &warning) const;
   /// Times every op from now on.
   llvm::Error enableProfiling();
   /// Prints the time per op kind and model line, most expensive first.

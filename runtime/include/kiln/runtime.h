@@ -138,6 +138,24 @@ typedef struct kiln_op_profile {
   double total_ms;
 } kiln_op_profile;
 
+/** The GEMM library a cpu session runs (chosen by $KILN_GEMM, else the
+ * first built in of "onednn", "openblas", "reference"). The pointers live
+ * as long as the session. */
+typedef struct kiln_gemm_info {
+  /** The name $KILN_GEMM takes: "onednn", "openblas" or "reference". */
+  const char *library;
+  /** As a person reads it: "oneDNN 2.6.3". */
+  const char *version;
+  /** The instruction set its kernels run here: "avx512_core_amx". */
+  const char *isa;
+  /** The libraries that compute the plan's other GEMM types, e.g.
+   * "f64: OpenBLAS 0.3.21 (Prescott)"; "" when the one above does all. */
+  const char *others;
+  /** Non-empty when a library in use runs generic kernels on a CPU that has
+   * better ones. */
+  const char *warning;
+} kiln_gemm_info;
+
 /** Load flags of kiln_session_load_checkpoint. */
 enum {
   /** Restore everything the checkpoint holds: parameters, optimizer state,
@@ -207,6 +225,9 @@ KILN_API kiln_status kiln_session_destroy(kiln_session *session);
 /** The number of threads of the session's pool. */
 KILN_API kiln_status kiln_session_num_threads(const kiln_session *session,
                                               int32_t *num_threads);
+/** The GEMM library of the session, its version and ISA. */
+KILN_API kiln_status kiln_session_gemm_info(const kiln_session *session,
+                                            kiln_gemm_info *info);
 /** Initializes every parameter from its initializer with `seed`, exactly as
  * the reference interpreter does; zeroes optimizer state and persistent
  * gradients; sets the step counter to 0. */

@@ -239,6 +239,21 @@ kiln_status kiln_session_num_threads(const kiln_session *session,
   });
 }
 
+kiln_status kiln_session_gemm_info(const kiln_session *session,
+                                   kiln_gemm_info *info) {
+  return guarded("kiln_session_gemm_info", nullptr, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(info);
+    const GemmInfo &gemm = session->session->getGemmInfo();
+    info->library = gemm.library.c_str();
+    info->version = gemm.version.c_str();
+    info->isa = gemm.isa.c_str();
+    info->others = gemm.others.c_str();
+    info->warning = gemm.warning.c_str();
+    return Result::ok();
+  });
+}
+
 kiln_status kiln_session_initialize(kiln_session *session, uint64_t seed) {
   return guarded("kiln_session_initialize", session, [&] {
     KILN_REQUIRE(session);

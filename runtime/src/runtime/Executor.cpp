@@ -8,14 +8,14 @@
 // not hold up the others); the kernel ABI guarantees that each iteration's
 // results depend on nothing another chunk computes, so the bytes produced do
 // not depend on how many threads there are or which ran which chunk.
-// GEMMs go to CBLAS one batch entry at a time; BLAS threads as it likes.
+// A GemmCall runs its tiles of C (fixed by the compiler) over the pool, one
+// single-threaded GEMM library call per tile (devices/cpu/GemmLibrary.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
 
-#include <cblas.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -25,12 +25,6 @@ using namespace kiln::runtime;
 
 /// Chunks per thread: enough slack to balance uneven chunks.
 static constexpr int64_t kChunksPerThread = 4;
-/// Below this many multiply-adds a GEMM is not worth splitting.
-static constexpr int64_t kSingleThreadedGemmWork = 65536 * 4;
-/// Rows and columns of C a GEMM task computes are multiples of this.
-static constexpr int64_t kGemmBlock = 64;
-/// GEMM tasks per thread, for balance when a core is slowed down.
-static constexpr int64_t kGemmTasksPerThread = 4;
 
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
@@ -88,14 +82,8 @@ Result Session::prepareOp(const plan::Op &op, PreparedOp &prepared) {
   }
   case plan::Call::GemmCall: {
     const plan::GemmCall &call = *op.call_as_GemmCall();
-    if (call.dtype() != plan::DType::F32 && call.dtype() != plan::DType::F64)
-      return Result::error(KILN_ERROR_UNSUPPORTED,
-                           std::string("a GEMM in ") + dtypeName(call.dtype()) +
-                               ": the cpu executor's BLAS computes f32 and "
-                               "f64 only");
-    prepared.gemm = &call;
     checkIfFloat(call.c());
-    return Result::ok();
+    return prepareGemm(call, prepared);
   }
   case plan::Call::CopyCall: {
     const plan::CopyCall &call = *op.call_as_CopyCall();
@@ -138,96 +126,127 @@ void Session::runKernel(const PreparedOp &op) {
   });
 }
 
-void kiln::runtime::useSingleThreadedBlas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
+  if (call.dtype() == plan::DType::F32)
+    prepared.gemmTypes = cpu::GemmTypes::F32;
+  else if (call.dtype() == plan::DType::F64)
+    prepared.gemmTypes = cpu::GemmTypes::F64;
+  else
+    return Result::error(KILN_ERROR_UNSUPPORTED,
+                         std::string("a GEMM in ") + dtypeName(call.dtype()) +
+                             ": the cpu executor computes f32 and f64 GEMMs "
+                             "(bf16 x bf16 -> f32 only through its GEMM "
+                             "layer, until the plan can express it)");
+  if (call.tile_m() < 0 || call.tile_n() < 0)
+    return invalidFormat("a GEMM with a negative tile size");
+  std::shared_ptr<const cpu::GemmLibrary> library =
+      cpu::getGemmLibraryFor(prepared.gemmTypes, gemm_);
+  if (std::find(gemmLibraries_.begin(), gemmLibraries_.end(), library) ==
+      gemmLibraries_.end())
+    gemmLibraries_.push_back(library);
+  prepared.gemm = &call;
+  prepared.gemmLibrary = library.get();
+  int64_t m = call.m(), n = call.n();
+  prepared.tileRows = call.tile_m() > 0 ? std::min(call.tile_m(), m) : m;
+  prepared.tileColumns = call.tile_n() > 0 ? std::min(call.tile_n(), n) : n;
+  if (m == 0 || n == 0)
+    return Result::ok();
+  // Every distinct tile shape readied now, so that a step cannot fail: the
+  // full tiles, and the last row and column of tiles that take the rest.
+  for (int64_t rows : {prepared.tileRows, m % prepared.tileRows})
+    for (int64_t columns : {prepared.tileColumns, n % prepared.tileColumns}) {
+      if (!rows || !columns)
+        continue;
+      std::string error = library->prepare(
+          gemmTile(prepared, 0, 0, rows, 0, columns));
+      if (!error.empty())
+        return Result::error(KILN_ERROR_UNSUPPORTED, error);
+    }
+  return Result::ok();
+}
+
+cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
+                                   int64_t row, int64_t rows, int64_t column,
+                                   int64_t columns) const {
+  const plan::GemmCall &call = *op.gemm;
+  size_t elementBytes = op.gemmTypes == cpu::GemmTypes::F64 ? 8 : 4;
+  auto at = [&](uint32_t id, int64_t offset) {
+    return static_cast<char *>(pointers_[id]) + offset * elementBytes;
+  };
+  // The rows of A (columns of the stored A when transposed) and the columns
+  // of B (rows of the stored B when transposed) that the tile reads.
+  int64_t aOffset = batch * call.stride_a() +
+                    (call.transpose_a() ? row : row * call.lda());
+  int64_t bOffset = batch * call.stride_b() +
+                    (call.transpose_b() ? column * call.ldb() : column);
+  int64_t cOffset = batch * call.stride_c() + row * call.ldc() + column;
+  cpu::GemmProblem problem;
+  problem.types = op.gemmTypes;
+  problem.transposeA = call.transpose_a();
+  problem.transposeB = call.transpose_b();
+  problem.m = rows;
+  problem.n = columns;
+  problem.k = call.k();
+  problem.alpha = call.alpha();
+  problem.beta = call.beta();
+  problem.a = at(call.a(), aOffset);
+  problem.lda = call.lda();
+  problem.b = at(call.b(), bOffset);
+  problem.ldb = call.ldb();
+  problem.c = at(call.c(), cOffset);
+  problem.ldc = call.ldc();
+  return problem;
+}
+
+void Session::describeGemms() {
+  gemmInfo_ = GemmInfo();
+  gemmInfo_.library = gemm_->name();
+  gemmInfo_.version = gemm_->version();
+  gemmInfo_.isa = gemm_->isa();
+  std::vector<const cpu::GemmLibrary *> warned;
+  auto warn = [&](const cpu::GemmLibrary &library) {
+    if (std::find(warned.begin(), warned.end(), &library) != warned.end())
+      return;
+    warned.push_back(&library);
+    std::string warning = library.fallbackWarning();
+    if (!warning.empty())
+      gemmInfo_.warning += (gemmInfo_.warning.empty() ? "" : "; ") + warning;
+  };
+  warn(*gemm_);
+  for (const PreparedEntry &entry : entries_)
+    for (const PreparedOp &op : entry.ops) {
+      if (!op.gemmLibrary || op.gemmLibrary == gemm_.get())
+        continue;
+      std::string other = std::string(cpu::gemmTypesName(op.gemmTypes)) +
+                          ": " + op.gemmLibrary->version() + " (" +
+                          op.gemmLibrary->isa() + ")";
+      if (gemmInfo_.others.find(other) == std::string::npos)
+        gemmInfo_.others += (gemmInfo_.others.empty() ? "" : "; ") + other;
+      warn(*op.gemmLibrary);
+    }
 }
 
 void Session::runGemm(const PreparedOp &op) {
   const plan::GemmCall &call = *op.gemm;
-  int64_t m = call.m(), n = call.n(), k = call.k();
+  int64_t m = call.m(), n = call.n();
   if (m == 0 || n == 0)
     return;
-  CBLAS_TRANSPOSE ta = call.transpose_a() ? CblasTrans : CblasNoTrans;
-  CBLAS_TRANSPOSE tb = call.transpose_b() ? CblasTrans : CblasNoTrans;
-  void *a = pointers_[call.a()], *b = pointers_[call.b()],
-       *c = pointers_[call.c()];
-  // BLAS requires leading dimensions >= 1 even for empty operands.
-  auto ld = [](int64_t value) {
-    return static_cast<blasint>(value > 0 ? value : 1);
+  // The tiles of C were fixed by the compiler: tile (r, c) of batch entry b
+  // is the same library call whichever thread runs it, so the bytes of C
+  // do not depend on the thread count.
+  int64_t tileRows = op.tileRows, tileColumns = op.tileColumns;
+  int64_t rowTiles = (m + tileRows - 1) / tileRows;
+  int64_t columnTiles = (n + tileColumns - 1) / tileColumns;
+  int64_t perBatch = rowTiles * columnTiles;
+  auto runTile = [&](int64_t task) {
+    int64_t batch = task / perBatch, tile = task % perBatch;
+    int64_t row = tile / columnTiles * tileRows;
+    int64_t column = tile % columnTiles * tileColumns;
+    op.gemmLibrary->run(gemmTile(op, batch, row, std::min(tileRows, m - row),
+                                 column,
+                                 std::min(tileColumns, n - column)));
   };
-  // The block [row, row + rows) x [column, column + columns) of C for one
-  // batch entry, from the same rows of A (columns of the stored A when
-  // transposed) and columns of B (rows of the stored B when transposed).
-  auto multiply = [&](int64_t batch, int64_t row, int64_t rows,
-                      int64_t column, int64_t columns) {
-    int64_t aOffset = batch * call.stride_a() +
-                      (call.transpose_a() ? row : row * call.lda());
-    int64_t bOffset = batch * call.stride_b() +
-                      (call.transpose_b() ? column * call.ldb() : column);
-    int64_t cOffset = batch * call.stride_c() + row * call.ldc() + column;
-    if (call.dtype() == plan::DType::F32)
-      cblas_sgemm(CblasRowMajor, ta, tb, rows, columns, k,
-                  static_cast<float>(call.alpha()),
-                  static_cast<const float *>(a) + aOffset, ld(call.lda()),
-                  static_cast<const float *>(b) + bOffset, ld(call.ldb()),
-                  static_cast<float>(call.beta()),
-                  static_cast<float *>(c) + cOffset, ld(call.ldc()));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, rows, columns, k, call.alpha(),
-                  static_cast<const double *>(a) + aOffset, ld(call.lda()),
-                  static_cast<const double *>(b) + bOffset, ld(call.ldb()),
-                  call.beta(), static_cast<double *>(c) + cOffset,
-                  ld(call.ldc()));
-  };
-  // OpenBLAS runs on the calling thread (useSingleThreadedBlas): the pool
-  // spreads the work, so that one set of threads owns the cores. A large
-  // product is cut into tiles of C of whole kGemmBlock-row (or column)
-  // blocks, so that every element is computed by the same micro-kernel
-  // with the same k order whatever the cut, several tiles per thread so
-  // that a core slowed by another process does not hold up the step; a
-  // batch of small products (the attention heads) is spread by entry.
-  // Each task writes its own tile of C: the results do not depend on the
-  // split or the thread count.
-  int64_t batches = call.batch();
-  int64_t threads = static_cast<int64_t>(pool_->size());
-  int64_t rowBlocks = m / kGemmBlock, columnBlocks = n / kGemmBlock;
-  int64_t wanted = threads * kGemmTasksPerThread;
-  int64_t rowParts = 1, columnParts = 1;
-  if (threads > 1 && m * n * k > kSingleThreadedGemmWork) {
-    rowParts = std::max<int64_t>(1, std::min(wanted, rowBlocks));
-    if (rowParts < wanted)
-      columnParts = std::max<int64_t>(
-          1, std::min((wanted + rowParts - 1) / rowParts, columnBlocks));
-  }
-  int64_t parts = rowParts * columnParts;
-  if (parts <= 1) {
-    if (batches > 1 && threads > 1)
-      pool_->parallelFor(batches,
-                         [&](int64_t batch) { multiply(batch, 0, m, 0, n); });
-    else
-      for (int64_t batch = 0; batch < batches; ++batch)
-        multiply(batch, 0, m, 0, n);
-    return;
-  }
-  // Part p of `count` blocks of a dim of `size`: whole blocks, the rest of
-  // the dim to the last part.
-  auto bounds = [](int64_t part, int64_t partCount, int64_t blocks,
-                   int64_t size) {
-    int64_t first = blocks * part / partCount * kGemmBlock;
-    int64_t last = part + 1 == partCount
-                       ? size
-                       : blocks * (part + 1) / partCount * kGemmBlock;
-    return std::make_pair(first, last);
-  };
-  pool_->parallelFor(batches * parts, [&](int64_t task) {
-    int64_t batch = task / parts, part = task % parts;
-    auto [row, rowEnd] = bounds(part / columnParts, rowParts, rowBlocks, m);
-    auto [column, columnEnd] =
-        bounds(part % columnParts, columnParts, columnBlocks, n);
-    if (rowEnd > row && columnEnd > column)
-      multiply(batch, row, rowEnd - row, column, columnEnd - column);
-  });
+  pool_->parallelFor(call.batch() * perBatch, runTile);
 }
 
 void Session::runOp(const PreparedOp &op) {

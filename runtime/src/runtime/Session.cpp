@@ -54,8 +54,13 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
                            "] (0: KILN_NUM_THREADS or the hardware's)");
   std::unique_ptr<Session> created(new Session());
   created->artifact_ = std::move(artifact);
+  std::string gemmError;
+  created->gemm_ = cpu::getGemmLibrary("", gemmError);
+  if (!created->gemm_)
+    return invalidArgument(gemmError);
   KILN_RETURN_IF_ERROR(created->allocate());
   KILN_RETURN_IF_ERROR(created->prepare());
+  created->describeGemms();
   try {
     created->pool_ = std::make_unique<ThreadPool>(
         numThreads ? numThreads : ThreadPool::defaultSize());
@@ -64,7 +69,6 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
                          std::string("cannot start the thread pool: ") +
                              error.what());
   }
-  useSingleThreadedBlas();
   session = std::move(created);
   return Result::ok();
 }

@@ -16,6 +16,7 @@
 
 #include "Artifact.h"
 #include "ThreadPool.h"
+#include "devices/cpu/GemmLibrary.h"
 
 #include <cstdint>
 #include <memory>
@@ -51,8 +52,11 @@ struct PreparedOp {
   std::vector<void *> arguments;
   int64_t range = 0;
   int64_t grain = 1;
-  // GemmCall.
+  // GemmCall: the library that computes it and its tiles of C.
   const plan::GemmCall *gemm = nullptr;
+  const cpu::GemmLibrary *gemmLibrary = nullptr;
+  cpu::GemmTypes gemmTypes = cpu::GemmTypes::F32;
+  int64_t tileRows = 0, tileColumns = 0;
   // CopyCall (source, destination) and ZeroCall (destination).
   void *source = nullptr;
   void *destination = nullptr;
@@ -72,6 +76,11 @@ struct PreparedEntry {
   std::vector<uint64_t> nanoseconds;
 };
 
+/// What kiln_session_gemm_info reports.
+struct GemmInfo {
+  std::string library, version, isa, others, warning;
+};
+
 class Session {
 public:
   /// Creates a session of `artifact` on `device` with `numThreads` threads
@@ -82,6 +91,7 @@ public:
 
   const Artifact &getArtifact() const { return *artifact_; }
   int getNumThreads() const { return pool_->size(); }
+  const GemmInfo &getGemmInfo() const { return gemmInfo_; }
 
   /// Parameters from their initializers with `seed`; state and gradients
   /// zeroed; step 0.
@@ -117,6 +127,13 @@ private:
   Result allocate();
   Result prepare();
   Result prepareOp(const plan::Op &op, PreparedOp &prepared);
+  Result prepareGemm(const plan::GemmCall &call, PreparedOp &prepared);
+  /// The single-threaded library call for one tile of C of a batch entry.
+  cpu::GemmProblem gemmTile(const PreparedOp &op, int64_t batch, int64_t row,
+                            int64_t rows, int64_t column,
+                            int64_t columns) const;
+  /// Fills gemmInfo_ from the libraries the prepared GEMMs use.
+  void describeGemms();
   /// The persistent buffer `name`; `action` words the error message.
   Result findPersistent(const std::string &name, const char *action,
                         int64_t &id) const;
@@ -138,6 +155,11 @@ private:
   /// The base pointer of every buffer id.
   std::vector<void *> pointers_;
   std::vector<PreparedEntry> entries_;
+  /// The GEMM library chosen for this session ($KILN_GEMM), and every one
+  /// its GEMMs use (another computes the types it lacks).
+  std::shared_ptr<const cpu::GemmLibrary> gemm_;
+  std::vector<std::shared_ptr<const cpu::GemmLibrary>> gemmLibraries_;
+  GemmInfo gemmInfo_;
   /// Inputs bound at least once.
   std::vector<bool> bound_;
   uint64_t step_ = 0;
@@ -145,11 +167,6 @@ private:
   bool checkNumerics_ = false;
   bool profiling_ = false;
 };
-
-/// Makes OpenBLAS compute on its calling thread, once per process: the
-/// session's pool spreads GEMMs itself, and OpenBLAS's own threads would
-/// otherwise spin on the cores the pool's kernels run on.
-void useSingleThreadedBlas();
 
 } // namespace runtime
 } // namespace kiln

@@ -1,0 +1,301 @@
+//===- OneDnnGemm.cpp - GEMMs through oneDNN ------------------------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// oneDNN generates its kernels for the CPU's features at run time (AVX-512
+// f32 GEMMs, AVX512-BF16 and AMX bf16 matmuls), so its speed does not hang
+// on a table of CPU models. f32 goes through dnnl_sgemm; bf16 x bf16 -> f32
+// through a matmul primitive (fp32 accumulation), created once per shape and
+// kept, since creating one costs a fraction of a millisecond. oneDNN has no
+// f64 GEMM: those go to the next library built in.
+//
+// Debian's oneDNN threads with OpenMP (libgomp). Each thread that calls it
+// limits its own OpenMP team to one thread, so oneDNN computes on the
+// calling thread and no OpenMP workers spin beside the session's pool.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmLibrary.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+extern "C" void omp_set_num_threads(int);
+
+using namespace kiln;
+using namespace kiln::cpu;
+
+namespace {
+
+/// Makes the calling thread's oneDNN calls single-threaded, once per thread.
+void useOneThreadHere() {
+  thread_local bool done = (omp_set_num_threads(1), true);
+  (void)done;
+}
+
+const char *isaName(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_sse41:
+    return "sse41";
+  case dnnl_cpu_isa_avx:
+    return "avx";
+  case dnnl_cpu_isa_avx2:
+    return "avx2";
+  case dnnl_cpu_isa_avx2_vnni:
+    return "avx2_vnni";
+  case dnnl_cpu_isa_avx512_mic:
+  case dnnl_cpu_isa_avx512_mic_4ops:
+    return "avx512_mic";
+  case dnnl_cpu_isa_avx512_core:
+    return "avx512_core";
+  case dnnl_cpu_isa_avx512_core_vnni:
+    return "avx512_core_vnni";
+  case dnnl_cpu_isa_avx512_core_bf16:
+    return "avx512_core_bf16";
+  case dnnl_cpu_isa_avx512_core_amx:
+    return "avx512_core_amx";
+  default:
+    return "generic";
+  }
+}
+
+/// oneDNN's ISA on cpuIsaRank's scale.
+int isaRank(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_avx2:
+  case dnnl_cpu_isa_avx2_vnni:
+    return 1;
+  case dnnl_cpu_isa_avx512_core:
+  case dnnl_cpu_isa_avx512_core_vnni:
+    return 2;
+  case dnnl_cpu_isa_avx512_core_bf16:
+    return 3;
+  case dnnl_cpu_isa_avx512_core_amx:
+    return 4;
+  default:
+    return 0;
+  }
+}
+
+/// What identifies a bf16 matmul primitive.
+using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
+                             int64_t, int64_t, double, double>;
+
+struct Matmul {
+  dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_desc_t a, b, c, scratchpad;
+  size_t scratchpadBytes = 0;
+};
+
+/// A oneDNN stream of the calling thread, destroyed when the thread ends.
+struct ThreadStream {
+  dnnl_stream_t stream = nullptr;
+  ~ThreadStream() {
+    if (stream)
+      dnnl_stream_destroy(stream);
+  }
+};
+
+class OneDnnGemm final : public GemmLibrary {
+public:
+  OneDnnGemm() {
+    if (dnnl_engine_create(&engine_, dnnl_cpu, 0) != dnnl_success)
+      engine_ = nullptr;
+  }
+  ~OneDnnGemm() override {
+    for (auto &entry : matmuls_)
+      dnnl_primitive_destroy(entry.second.primitive);
+    if (engine_)
+      dnnl_engine_destroy(engine_);
+  }
+  const char *name() const override { return "onednn"; }
+  std::string version() const override {
+    const dnnl_version_t *v = dnnl_version();
+    return "oneDNN " + std::to_string(v->major) + "." +
+           std::to_string(v->minor) + "." + std::to_string(v->patch);
+  }
+  std::string isa() const override {
+    return isaName(dnnl_get_effective_cpu_isa());
+  }
+  bool supports(GemmTypes types) const override {
+    if (types == GemmTypes::F32)
+      return true;
+    return types == GemmTypes::BF16_F32 && engine_;
+  }
+  std::string fallbackWarning() const override {
+    int cpu = cpuIsaRank();
+    dnnl_cpu_isa_t effective = dnnl_get_effective_cpu_isa();
+    if (isaRank(effective) >= cpu)
+      return "";
+    std::string cap;
+    if (const char *limit = std::getenv("ONEDNN_MAX_CPU_ISA"))
+      cap = std::string(" (ONEDNN_MAX_CPU_ISA=") + limit + ")";
+    else if (const char *limit = std::getenv("DNNL_MAX_CPU_ISA"))
+      cap = std::string(" (DNNL_MAX_CPU_ISA=") + limit + ")";
+    return std::string("oneDNN runs its '") + isaName(effective) +
+           "' kernels" + cap + " on this CPU, which has " +
+           cpuIsaRankName(cpu) + ": GEMMs are slower than they could be";
+  }
+  void run(const GemmProblem &p) const override {
+    if (p.m <= 0 || p.n <= 0)
+      return;
+    useOneThreadHere();
+    if (p.types == GemmTypes::F32) {
+      dnnl_status_t status = dnnl_sgemm(
+          p.transposeA ? 'T' : 'N', p.transposeB ? 'T' : 'N', p.m, p.n, p.k,
+          static_cast<float>(p.alpha), static_cast<const float *>(p.a),
+          p.lda > 0 ? p.lda : 1, static_cast<const float *>(p.b),
+          p.ldb > 0 ? p.ldb : 1, static_cast<float>(p.beta),
+          static_cast<float *>(p.c), p.ldc > 0 ? p.ldc : 1);
+      check(status, "dnnl_sgemm");
+      return;
+    }
+    runMatmul(p);
+  }
+  std::string prepare(const GemmProblem &p) const override {
+    if (p.types != GemmTypes::BF16_F32 || p.m <= 0 || p.n <= 0)
+      return "";
+    const Matmul *found = nullptr;
+    return findMatmul(p, found);
+  }
+
+private:
+  /// Aborts on a failed call while a step runs: prepare() created every
+  /// primitive and the shapes were validated when the plan was loaded, so a
+  /// failure here is a broken invariant, not bad input.
+  static void check(dnnl_status_t status, const char *call) {
+    if (status == dnnl_success)
+      return;
+    std::fprintf(stderr, "kiln: %s failed with oneDNN status %d\n", call,
+                 static_cast<int>(status));
+    std::abort();
+  }
+
+  /// The primitive of `p`, created on first use; an error message when
+  /// oneDNN cannot create it.
+  std::string findMatmul(const GemmProblem &p, const Matmul *&found) const {
+    MatmulKey key{p.transposeA, p.transposeB, p.m,   p.n,     p.k,
+                  p.lda,        p.ldb,        p.ldc, p.alpha, p.beta};
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto cached = matmuls_.find(key);
+    if (cached != matmuls_.end()) {
+      found = &cached->second;
+      return "";
+    }
+    Matmul matmul;
+    dnnl_dims_t aDims = {p.m, p.k}, bDims = {p.k, p.n}, cDims = {p.m, p.n};
+    dnnl_dims_t aStrides = {p.transposeA ? 1 : p.lda,
+                            p.transposeA ? p.lda : 1};
+    dnnl_dims_t bStrides = {p.transposeB ? 1 : p.ldb,
+                            p.transposeB ? p.ldb : 1};
+    dnnl_dims_t cStrides = {p.ldc, 1};
+    check(dnnl_memory_desc_init_by_strides(&matmul.a, 2, aDims, dnnl_bf16,
+                                           aStrides),
+          "dnnl_memory_desc_init_by_strides");
+    check(dnnl_memory_desc_init_by_strides(&matmul.b, 2, bDims, dnnl_bf16,
+                                           bStrides),
+          "dnnl_memory_desc_init_by_strides");
+    check(dnnl_memory_desc_init_by_strides(&matmul.c, 2, cDims, dnnl_f32,
+                                           cStrides),
+          "dnnl_memory_desc_init_by_strides");
+    dnnl_matmul_desc_t desc;
+    check(dnnl_matmul_desc_init(&desc, &matmul.a, &matmul.b, nullptr,
+                                &matmul.c),
+          "dnnl_matmul_desc_init");
+    dnnl_primitive_attr_t attr;
+    check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
+    check(dnnl_primitive_attr_set_scratchpad_mode(attr,
+                                                  dnnl_scratchpad_mode_user),
+          "dnnl_primitive_attr_set_scratchpad_mode");
+    if (p.alpha != 1.0) {
+      float alpha = static_cast<float>(p.alpha);
+      check(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha),
+            "dnnl_primitive_attr_set_output_scales");
+    }
+    dnnl_post_ops_t postOps = nullptr;
+    if (p.beta != 0.0) {
+      check(dnnl_post_ops_create(&postOps), "dnnl_post_ops_create");
+      check(dnnl_post_ops_append_sum(postOps, static_cast<float>(p.beta)),
+            "dnnl_post_ops_append_sum");
+      check(dnnl_primitive_attr_set_post_ops(attr, postOps),
+            "dnnl_primitive_attr_set_post_ops");
+    }
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t created =
+        dnnl_primitive_desc_create(&pd, &desc, attr, engine_, nullptr);
+    if (created != dnnl_success) {
+      if (postOps)
+        dnnl_post_ops_destroy(postOps);
+      dnnl_primitive_attr_destroy(attr);
+      return "oneDNN has no bf16 matmul for " + std::to_string(p.m) + "x" +
+             std::to_string(p.n) + "x" + std::to_string(p.k) +
+             " (status " + std::to_string(static_cast<int>(created)) + ")";
+    }
+    matmul.scratchpad = *dnnl_primitive_desc_query_md(
+        pd, dnnl_query_scratchpad_md, 0);
+    matmul.scratchpadBytes = dnnl_memory_desc_get_size(&matmul.scratchpad);
+    check(dnnl_primitive_create(&matmul.primitive, pd),
+          "dnnl_primitive_create");
+    dnnl_primitive_desc_destroy(pd);
+    if (postOps)
+      dnnl_post_ops_destroy(postOps);
+    dnnl_primitive_attr_destroy(attr);
+    found = &matmuls_.emplace(key, matmul).first->second;
+    return "";
+  }
+
+  void runMatmul(const GemmProblem &p) const {
+    const Matmul *found = nullptr;
+    std::string error = findMatmul(p, found);
+    if (!error.empty()) {
+      std::fprintf(stderr, "kiln: %s\n", error.c_str());
+      std::abort();
+    }
+    const Matmul &matmul = *found;
+    thread_local ThreadStream stream;
+    thread_local std::vector<char> scratchpad;
+    if (!stream.stream)
+      check(dnnl_stream_create(&stream.stream, engine_,
+                               dnnl_stream_default_flags),
+            "dnnl_stream_create");
+    if (scratchpad.size() < matmul.scratchpadBytes)
+      scratchpad.resize(matmul.scratchpadBytes);
+    dnnl_memory_t a, b, c, pad;
+    check(dnnl_memory_create(&a, &matmul.a, engine_, const_cast<void *>(p.a)),
+          "dnnl_memory_create");
+    check(dnnl_memory_create(&b, &matmul.b, engine_, const_cast<void *>(p.b)),
+          "dnnl_memory_create");
+    check(dnnl_memory_create(&c, &matmul.c, engine_, p.c),
+          "dnnl_memory_create");
+    check(dnnl_memory_create(&pad, &matmul.scratchpad, engine_,
+                             scratchpad.data()),
+          "dnnl_memory_create");
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, a},
+                              {DNNL_ARG_WEIGHTS, b},
+                              {DNNL_ARG_DST, c},
+                              {DNNL_ARG_SCRATCHPAD, pad}};
+    check(dnnl_primitive_execute(matmul.primitive, stream.stream, 4, args),
+          "dnnl_primitive_execute (bf16 matmul)");
+    check(dnnl_stream_wait(stream.stream), "dnnl_stream_wait");
+    dnnl_memory_destroy(a);
+    dnnl_memory_destroy(b);
+    dnnl_memory_destroy(c);
+    dnnl_memory_destroy(pad);
+  }
+
+  dnnl_engine_t engine_ = nullptr;
+  mutable std::mutex mutex_;
+  mutable std::map<MatmulKey, Matmul> matmuls_;
+};
+
+} // namespace
+
+std::shared_ptr<const GemmLibrary> kiln::cpu::createOneDnnGemm() {
+  return std::make_shared<OneDnnGemm>();
+}

@@ -1,0 +1,282 @@
+//===- GemmLibraryTest.cpp - The cpu device's GEMM libraries --------------===//
+//
+// Part of Kiln. Every GEMM library built into the runtime (oneDNN, OpenBLAS,
+// the reference kernel) against a plain loop in double, for every element
+// type it offers (f32, f64, bf16 x bf16 -> f32 on the bf16-rounded inputs);
+// the bf16 conversions against hand-worked bit patterns; and which kernels
+// the libraries say they run on this CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "devices/cpu/GemmLibrary.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace kiln::cpu;
+
+namespace {
+
+float fromBits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+TEST(GemmLibrary, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(floatToBf16(-2.0f), 0xc000);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: to the even one, 1.
+  EXPECT_EQ(floatToBf16(fromBits(0x3f808000)), 0x3f80);
+  // 1 + 3 * 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: up, to even.
+  EXPECT_EQ(floatToBf16(fromBits(0x3f818000)), 0x3f82);
+  // Just above the halfway point rounds up; just below, down.
+  EXPECT_EQ(floatToBf16(fromBits(0x3f808001)), 0x3f81);
+  EXPECT_EQ(floatToBf16(fromBits(0x3f807fff)), 0x3f80);
+  // The largest float rounds past bf16's largest finite value: infinity.
+  EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()), 0x7f80);
+  EXPECT_EQ(floatToBf16(std::numeric_limits<float>::infinity()), 0x7f80);
+  // A NaN whose payload lies in the low bits stays a NaN.
+  uint16_t nan = floatToBf16(fromBits(0x7f800001));
+  EXPECT_TRUE(std::isnan(bf16ToFloat(nan)));
+  EXPECT_EQ(bf16ToFloat(0x3f81), 1.0f + 1.0f / 128);
+}
+
+/// One problem: shapes, transposes, padding of the leading dims, scalars.
+struct Case {
+  int64_t m, n, k;
+  bool ta, tb;
+  int64_t pad;
+  double alpha, beta;
+};
+
+const Case kCases[] = {
+    {1, 1, 1, false, false, 0, 1.0, 0.0},
+    {5, 7, 3, false, false, 0, 1.0, 0.0},
+    {5, 7, 3, true, false, 2, 1.0, 0.0},
+    {5, 7, 3, false, true, 0, 0.5, 0.0},
+    {33, 65, 17, true, true, 3, 1.0, 1.0},
+    {64, 300, 257, false, false, 0, 1.0, 0.0},
+    {130, 70, 513, false, true, 1, -1.5, 0.25},
+    {70, 129, 64, true, false, 0, 1.0, 1.0},
+};
+
+/// Runs `c` through `library` in `types` and checks every element of C
+/// against a sum in double of the same (rounded) inputs, and that the
+/// padding of C is never written.
+void checkLibrary(const GemmLibrary &library, GemmTypes types,
+                  const Case &c) {
+  SCOPED_TRACE(std::string(library.name()) + " " + gemmTypesName(types) +
+               " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+               " k=" + std::to_string(c.k) + " ta=" + std::to_string(c.ta) +
+               " tb=" + std::to_string(c.tb));
+  int64_t aRows = c.ta ? c.k : c.m, aCols = c.ta ? c.m : c.k;
+  int64_t bRows = c.tb ? c.n : c.k, bCols = c.tb ? c.k : c.n;
+  int64_t lda = aCols + c.pad, ldb = bCols + c.pad, ldc = c.n + c.pad;
+  std::mt19937 engine(static_cast<uint32_t>(c.m * 131 + c.n * 7 + c.k));
+  std::uniform_real_distribution<double> uniform(-2, 2);
+  // The inputs as each type holds them, and their exact values in double.
+  std::vector<double> a(aRows * lda), b(bRows * ldb), c0(c.m * ldc);
+  for (double &x : a)
+    x = uniform(engine);
+  for (double &x : b)
+    x = uniform(engine);
+  for (double &x : c0)
+    x = uniform(engine);
+  std::vector<float> af(a.size()), bf(b.size()), cf(c0.size());
+  std::vector<uint16_t> a16(a.size()), b16(b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    af[i] = static_cast<float>(a[i]);
+    a16[i] = floatToBf16(af[i]);
+    a[i] = types == GemmTypes::F64    ? a[i]
+           : types == GemmTypes::F32 ? af[i]
+                                     : bf16ToFloat(a16[i]);
+  }
+  for (size_t i = 0; i < b.size(); ++i) {
+    bf[i] = static_cast<float>(b[i]);
+    b16[i] = floatToBf16(bf[i]);
+    b[i] = types == GemmTypes::F64    ? b[i]
+           : types == GemmTypes::F32 ? bf[i]
+                                     : bf16ToFloat(b16[i]);
+  }
+  for (size_t i = 0; i < c0.size(); ++i) {
+    cf[i] = static_cast<float>(c0[i]);
+    if (types != GemmTypes::F64)
+      c0[i] = cf[i];
+  }
+  std::vector<double> cd = c0;
+
+  GemmProblem problem;
+  problem.types = types;
+  problem.transposeA = c.ta;
+  problem.transposeB = c.tb;
+  problem.m = c.m;
+  problem.n = c.n;
+  problem.k = c.k;
+  problem.alpha = c.alpha;
+  problem.beta = c.beta;
+  problem.lda = lda;
+  problem.ldb = ldb;
+  problem.ldc = ldc;
+  if (types == GemmTypes::F64) {
+    problem.a = a.data();
+    problem.b = b.data();
+    problem.c = cd.data();
+  } else {
+    problem.a = types == GemmTypes::F32 ? static_cast<const void *>(af.data())
+                                        : a16.data();
+    problem.b = types == GemmTypes::F32 ? static_cast<const void *>(bf.data())
+                                        : b16.data();
+    problem.c = cf.data();
+  }
+  ASSERT_EQ(library.prepare(problem), "");
+  library.run(problem);
+
+  // f32 accumulation (f32 and bf16 inputs) against f64's.
+  double tolerance = types == GemmTypes::F64 ? 1e-13 : 1e-5;
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        double x = a[c.ta ? p * lda + i : i * lda + p];
+        double y = b[c.tb ? j * ldb + p : p * ldb + j];
+        sum += x * y;
+        magnitude += std::fabs(x * y);
+      }
+      int64_t at = i * ldc + j;
+      double expected = c.alpha * sum + c.beta * c0[at];
+      double scale = std::fabs(c.alpha) * magnitude +
+                     std::fabs(c.beta * c0[at]) + 1;
+      double got = types == GemmTypes::F64 ? cd[at] : cf[at];
+      ASSERT_NEAR(got, expected, tolerance * scale)
+          << "C[" << i << ", " << j << "]";
+    }
+    for (int64_t j = c.n; j < ldc; ++j) {
+      double got = types == GemmTypes::F64 ? cd[i * ldc + j] : cf[i * ldc + j];
+      ASSERT_EQ(got, c0[i * ldc + j]) << "padding of C written";
+    }
+  }
+}
+
+TEST(GemmLibrary, EveryLibraryMatchesALoopInDouble) {
+  int checked = 0;
+  for (const std::string &name : builtInGemmLibraries()) {
+    std::string error;
+    std::shared_ptr<const GemmLibrary> library = getGemmLibrary(name, error);
+    ASSERT_TRUE(library) << error;
+    EXPECT_EQ(name, library->name());
+    for (GemmTypes types :
+         {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32}) {
+      if (!library->supports(types))
+        continue;
+      for (const Case &c : kCases)
+        checkLibrary(*library, types, c);
+      ++checked;
+    }
+  }
+  // The reference kernel alone does all three types.
+  EXPECT_GE(checked, 3);
+}
+
+TEST(GemmLibrary, BetaZeroIgnoresWhatCHeld) {
+  for (const std::string &name : builtInGemmLibraries()) {
+    std::string error;
+    std::shared_ptr<const GemmLibrary> library = getGemmLibrary(name, error);
+    ASSERT_TRUE(library) << error;
+    for (GemmTypes types : {GemmTypes::F32, GemmTypes::BF16_F32}) {
+      if (!library->supports(types))
+        continue;
+      SCOPED_TRACE(name + " " + gemmTypesName(types));
+      std::vector<float> af = {1, 2, 3, 4}, bf = {1, 0, 0, 1};
+      std::vector<uint16_t> a16, b16;
+      for (float x : af)
+        a16.push_back(floatToBf16(x));
+      for (float x : bf)
+        b16.push_back(floatToBf16(x));
+      std::vector<float> c(4, std::numeric_limits<float>::quiet_NaN());
+      GemmProblem problem;
+      problem.types = types;
+      problem.m = problem.n = problem.k = 2;
+      problem.lda = problem.ldb = problem.ldc = 2;
+      problem.a = types == GemmTypes::F32 ? static_cast<const void *>(af.data())
+                                          : a16.data();
+      problem.b = types == GemmTypes::F32 ? static_cast<const void *>(bf.data())
+                                          : b16.data();
+      problem.c = c.data();
+      ASSERT_EQ(library->prepare(problem), "");
+      library->run(problem);
+      EXPECT_EQ(c, af);
+    }
+  }
+}
+
+TEST(GemmLibrary, UnknownNameListsTheBuiltInOnes) {
+  std::string error;
+  EXPECT_FALSE(getGemmLibrary("mkl", error));
+  EXPECT_NE(error.find("'mkl' is not built into this runtime (built in: "),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("reference"), std::string::npos) << error;
+}
+
+TEST(GemmLibrary, TypesALibraryLacksGoToOneThatHasThem) {
+  std::string error;
+  std::shared_ptr<const GemmLibrary> reference =
+      getGemmLibrary("reference", error);
+  ASSERT_TRUE(reference);
+  for (const std::string &name : builtInGemmLibraries()) {
+    std::shared_ptr<const GemmLibrary> chosen = getGemmLibrary(name, error);
+    for (GemmTypes types :
+         {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32}) {
+      std::shared_ptr<const GemmLibrary> used =
+          getGemmLibraryFor(types, chosen);
+      ASSERT_TRUE(used);
+      EXPECT_TRUE(used->supports(types));
+      if (chosen->supports(types))
+        EXPECT_EQ(used, chosen);
+    }
+  }
+}
+
+#ifdef KILN_HAVE_ONEDNN
+// oneDNN picks its kernels from the CPU's features: on a CPU with AMX-BF16
+// it must say it runs them, unless the environment caps its ISA.
+TEST(GemmLibrary, OneDnnRunsTheBestKernelsOfThisCpu) {
+  if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA"))
+    GTEST_SKIP() << "oneDNN's ISA is capped by the environment";
+  std::string error;
+  std::shared_ptr<const GemmLibrary> library = getGemmLibrary("onednn", error);
+  ASSERT_TRUE(library) << error;
+  int rank = cpuIsaRank();
+  std::string isa = library->isa();
+  if (rank >= 4)
+    EXPECT_EQ(isa, "avx512_core_amx");
+  else if (rank >= 2)
+    EXPECT_EQ(isa.rfind("avx512_core", 0), 0u) << isa;
+  EXPECT_EQ(library->fallbackWarning(), "");
+}
+#endif
+
+#ifdef KILN_HAVE_OPENBLAS
+// OpenBLAS's table of CPU models may not know this CPU: then it must say so
+// rather than run its generic kernels silently.
+TEST(GemmLibrary, OpenBlasWarnsWhenItRunsGenericKernels) {
+  std::string error;
+  std::shared_ptr<const GemmLibrary> library =
+      getGemmLibrary("openblas", error);
+  ASSERT_TRUE(library) << error;
+  std::string core = library->isa();
+  if (cpuIsaRank() >= 1 && (core == "Prescott" || core == "Nehalem" ||
+                            core == "Core2" || core == "Atom"))
+    EXPECT_NE(library->fallbackWarning().find(core), std::string::npos)
+        << library->fallbackWarning();
+  else if (core == "SkylakeX" || core == "Cooperlake")
+    EXPECT_EQ(library->fallbackWarning(), "");
+}
+#endif
+
+} // namespace
