@@ -21,6 +21,30 @@ def KernelAssignOffsetsNaive : Pass<"kernel-assign-offsets-naive", "::mlir::Modu
   let dependentDialects = ["::kiln::kernel::KernelDialect"];
 }
 
+def KernelDedupKernels : Pass<"kernel-dedup-kernels", "::mlir::ModuleOp"> {
+  let summary = "Keeps one kernel.func of each set of identical ones.";
+  let description = [{
+    Kernels receive their buffers as arguments, so the repeated layers of a
+    model produce the same kernel over other buffers many times (a 12-layer
+    GPT: each layer's layer norm, bias + GELU, attention row kernels and
+    their gradients). Two `kernel.func`s are identical when they print the
+    same apart from their names: same signature, range, grain and body. The
+    first of each set (in module order) is kept; every `kernel.launch` of
+    the others launches it instead, and the others are erased, so that code
+    generation compiles each distinct kernel once. Launches keep their own
+    `kernel.origin`, so profiles still name each op.
+    ```mlir
+    kernel.func @k0(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 8 : i64, range = 8 : i64} { ... }
+    kernel.func @k1(%x: memref<8xf32>, %y: memref<8xf32>) attributes {grain = 8 : i64, range = 8 : i64} { ... }
+    kernel.launch @k1(%a, %b) : ...
+    // becomes
+    kernel.func @k0(...) { ... }
+    kernel.launch @k0(%a, %b) : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::kernel::KernelDialect"];
+}
+
 def KernelTileGemms : Pass<"kernel-tile-gemms", "::mlir::ModuleOp"> {
   let summary = "Cuts each GEMM's C into the tiles the cpu executor runs in parallel.";
   let description = [{

@@ -47,6 +47,10 @@ void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
   // share one launch.
   if (options.fuse)
     pm.addPass(kernel::createKernelMergeLaunches());
+  // The repeated layers' identical kernels compile once: after the merge,
+  // which creates kernels, and before code generation, which is the longest
+  // part of a compile.
+  pm.addPass(kernel::createKernelDedupKernels());
   // The cpu executor's GEMM tiles, fixed from the shapes so that results do
   // not depend on the thread count (attributes only: the schedule stays).
   pm.addPass(kernel::createKernelTileGemms());
