@@ -151,6 +151,10 @@ def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
     kernel.launch @k2(%a, %b, %c, %d) : ...
     ```
   }];
+  let options = [
+    Option<"maxSegments", "max-segments", "int64_t", /*default=*/"0",
+           "The most launches one merged parallel kernel takes (0: no limit)">,
+  ];
   let dependentDialects = ["::kiln::kernel::KernelDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -47,11 +47,14 @@ using Box = ArrayRef<int64_t>;
 struct LaunchRun {
   llvm::DenseSet<Value> read, written;
   llvm::DenseMap<Value, SmallVector<Box>> boxes;
+  /// The launches in the run.
+  int64_t size = 0;
 
   void clear() {
     read.clear();
     written.clear();
     boxes.clear();
+    size = 0;
   }
 };
 
@@ -154,6 +157,7 @@ static bool isIndependent(const LaunchRun &run, LaunchOp launch,
 
 static void addToRun(LaunchRun &run, LaunchOp launch,
                      ArrayRef<BufferAccess> operandAccess) {
+  ++run.size;
   for (auto [operand, access] :
        llvm::zip_equal(launch->getOperands(), operandAccess)) {
     Value root = getRootBuffer(operand);
@@ -469,6 +473,8 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
 namespace {
 struct KernelMergeLaunchesPass
     : kiln::kernel::impl::KernelMergeLaunchesBase<KernelMergeLaunchesPass> {
+  using KernelMergeLaunchesBase::KernelMergeLaunchesBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -508,7 +514,8 @@ struct KernelMergeLaunchesPass
               },
               [&](LaunchOp launch) {
                 operandAccess = access.getOperandAccess(launch);
-                return !isIndependent(run, launch, operandAccess);
+                return (maxSegments > 0 && run.size >= maxSegments) ||
+                       !isIndependent(run, launch, operandAccess);
               },
               [&](LaunchOp launch) { addToRun(run, launch, operandAccess); },
               [&] { run.clear(); }));
