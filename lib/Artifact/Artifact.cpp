@@ -7,6 +7,8 @@
 
 #include "kiln/Artifact/Artifact.h"
 
+#include "mlir/Support/Timing.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -42,13 +44,20 @@ LogicalResult kiln::writeArtifact(ModuleOp module, StringRef directory,
     return std::string(path);
   };
 
-  FailureOr<std::vector<uint8_t>> plan = serializePlan(module, options);
+  TimingScope none;
+  TimingScope &timing = options.timing ? *options.timing : none;
+  FailureOr<std::vector<uint8_t>> plan;
+  {
+    TimingScope planning = timing.nest("plan.kpl");
+    plan = serializePlan(module, options);
+  }
   if (failed(plan))
     return failure();
 
   std::string kernelsPath = pathOf("kernels.so");
   std::string temporaryKernels = kernelsPath + ".tmp";
-  if (failed(buildKernelsSharedObject(module, temporaryKernels, options.host)))
+  if (failed(buildKernelsSharedObject(module, temporaryKernels, options.host,
+                                      &timing)))
     return failure();
   if (std::error_code error =
           llvm::sys::fs::rename(temporaryKernels, kernelsPath))

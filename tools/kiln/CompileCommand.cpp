@@ -27,6 +27,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -88,6 +89,12 @@ static cl::opt<bool> printStats(
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 // Accepted so that scripts can ask for the comparison already; the passes
 // they switch off do not exist yet.
+static cl::opt<bool> printTiming(
+    "timing",
+    cl::desc("Print where the compile's time goes: loading the model, each "
+             "pass (MLIR's pass timing), the plan, code generation and "
+             "linking"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> noFuse(
     "no-fuse",
     cl::desc("Compile without fusion: no graph.fusion regions (--graph-fuse) "
@@ -203,7 +210,15 @@ int kiln::cli::runCompile() {
   std::optional<std::vector<kiln::frontend::DimOverride>> dims = parseDims();
   if (!dims)
     return 1;
-  std::unique_ptr<LoadedModel> model = loadModelForCLI(compileModel, *dims);
+  // --timing: one report on stderr when the command ends.
+  mlir::DefaultTimingManager timingManager;
+  timingManager.setEnabled(printTiming);
+  mlir::TimingScope timing = timingManager.getRootScope();
+  std::unique_ptr<LoadedModel> model;
+  {
+    mlir::TimingScope loading = timing.nest("load the model (parse, IR)");
+    model = loadModelForCLI(compileModel, *dims);
+  }
   if (!model->module)
     return 1;
   std::optional<int64_t> budget = resolveMemoryBudget(*model->module);
@@ -266,6 +281,7 @@ int kiln::cli::runCompile() {
   // The training entries are graph functions: build them before any stage
   // is printed or lowered, exactly as `kiln train` does.
   if (compileTrain) {
+    mlir::TimingScope building = timing.nest("build the training step");
     mlir::FailureOr<kiln::graph::TrainSettings> settings =
         kiln::graph::TrainSettings::fromModule(*model->module);
     if (mlir::failed(settings) ||
@@ -277,13 +293,17 @@ int kiln::cli::runCompile() {
   host.cpu = hostCpu;
   if (writesArtifact || emitStage != EmitStage::Graph) {
     mlir::PassManager pm(model->context.get());
+    mlir::TimingScope passes = timing.nest("passes");
+    pm.enableTiming(passes);
     kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
     if (mlir::failed(pm.run(*model->module)))
       return 1;
   }
   if (writesArtifact) {
+    mlir::TimingScope writing = timing.nest("write the artifact");
     kiln::ArtifactOptions options;
     options.host = host;
+    options.timing = &writing;
     return mlir::failed(
         kiln::writeArtifact(*model->module, compileOutput, options));
   }

@@ -29,6 +29,8 @@ struct ArtifactOptions {
   /// The compiler that writes it, recorded in the plan.
   std::string compilerVersion = "kiln 0.1.0";
   HostTargetOptions host;
+  /// Where writing it reports its phases (--timing); null: not timed.
+  mlir::TimingScope *timing = nullptr;
 };
 
 /// The plan of `module` as FlatBuffers bytes (plan.kpl), or failure with an

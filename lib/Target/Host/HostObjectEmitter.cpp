@@ -1,21 +1,30 @@
 //===- HostObjectEmitter.cpp - LLVM IR to an x86-64 kernels.so -------------===//
 //
 // Part of Kiln. Translates the lowered kernels to LLVM IR, optimizes them
-// at -O3 with loop and SLP vectorization (LLVM's PassBuilder), emits an
-// object with the X86 target machine (floating-point contraction off: no
-// FMA forms that the reference interpreter does not compute), and links it
-// with ld.lld-22 into a shared object that needs only libc and libm.
+// at -O3 with loop and SLP vectorization (LLVM's PassBuilder), emits
+// objects with the X86 target machine (floating-point contraction off: no
+// FMA forms that the reference interpreter does not compute), and links
+// them with ld.lld-22 into a shared object that needs only libc and libm.
+//
+// Kernels do not call each other, so the module is split into a fixed
+// number of parts (llvm::SplitModule, round robin), each optimized and
+// compiled in its own LLVMContext on its own thread: every core works, and
+// since the parts do not depend on the core count, neither does kernels.so.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/Host/HostTarget.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -29,8 +38,12 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <thread>
 
 using namespace mlir;
 
@@ -42,6 +55,10 @@ using namespace mlir;
 #endif
 
 static constexpr llvm::StringLiteral kHostTriple = "x86_64-unknown-linux-gnu";
+/// The parts code generation splits the kernels into: fixed, so that the
+/// objects, and kernels.so, are the same on every machine; enough to keep
+/// 8 cores busy.
+static constexpr unsigned kCodegenParts = 8;
 
 void kiln::registerHostTranslations(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
@@ -112,18 +129,24 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   passes.run(module, modules);
 }
 
-FailureOr<std::unique_ptr<llvm::Module>>
-kiln::buildHostLLVMModule(ModuleOp kernelModule, llvm::LLVMContext &context,
-                          const HostTargetOptions &options) {
-  OwningOpRef<ModuleOp> lowered = cast<ModuleOp>(kernelModule->clone());
-  // Module attributes of the model (graph.*, kernel.*) have no meaning in
-  // LLVM IR.
-  for (NamedAttribute attr : llvm::to_vector(lowered->getOperation()->getAttrs()))
-    if (attr.getName().getValue().contains('.'))
-      lowered->getOperation()->removeAttr(attr.getName());
+/// The kernels of `kernelModule` as LLVM IR for `machine`, not optimized.
+static FailureOr<std::unique_ptr<llvm::Module>>
+translateKernels(ModuleOp kernelModule, llvm::LLVMContext &context,
+                 llvm::TargetMachine &machine) {
+  // The kernels alone: entries are the plan, not code (and in a large
+  // model, most of the module), and the model's module attributes
+  // (graph.*, kernel.*) have no meaning in LLVM IR.
+  OwningOpRef<ModuleOp> lowered = ModuleOp::create(kernelModule.getLoc());
+  OpBuilder builder = OpBuilder::atBlockEnd(lowered->getBody());
+  for (Operation &op : *kernelModule.getBody())
+    if (!isa<kiln::kernel::EntryOp>(op))
+      builder.clone(op);
+  for (NamedAttribute attr : kernelModule->getAttrs())
+    if (!attr.getName().getValue().contains('.'))
+      lowered->getOperation()->setAttr(attr.getName(), attr.getValue());
 
   PassManager pm(kernelModule.getContext());
-  pm.addPass(createConvertKernelToHostLLVM());
+  pm.addPass(kiln::createConvertKernelToHostLLVM());
   if (failed(pm.run(*lowered)))
     return failure();
 
@@ -131,66 +154,79 @@ kiln::buildHostLLVMModule(ModuleOp kernelModule, llvm::LLVMContext &context,
       translateModuleToLLVMIR(*lowered, context, "kernels");
   if (!module)
     return kernelModule.emitError("cannot translate the kernels to LLVM IR");
+  module->setTargetTriple(machine.getTargetTriple());
+  module->setDataLayout(machine.createDataLayout());
+  for (llvm::Function &function : *module)
+    if (!function.isDeclaration()) {
+      function.addFnAttr("target-cpu", machine.getTargetCPU());
+      if (!machine.getTargetFeatureString().empty())
+        function.addFnAttr("target-features",
+                           machine.getTargetFeatureString());
+    }
+  return module;
+}
 
+FailureOr<std::unique_ptr<llvm::Module>>
+kiln::buildHostLLVMModule(ModuleOp kernelModule, llvm::LLVMContext &context,
+                          const HostTargetOptions &options) {
   std::string error;
   std::unique_ptr<llvm::TargetMachine> machine =
       createTargetMachine(options, error);
   if (!machine)
     return kernelModule.emitError("no x86-64 target machine: ") << error;
-  module->setTargetTriple(machine->getTargetTriple());
-  module->setDataLayout(machine->createDataLayout());
-  for (llvm::Function &function : *module)
-    if (!function.isDeclaration()) {
-      function.addFnAttr("target-cpu", machine->getTargetCPU());
-      if (!machine->getTargetFeatureString().empty())
-        function.addFnAttr("target-features",
-                           machine->getTargetFeatureString());
-    }
-  optimize(*module, *machine);
+  FailureOr<std::unique_ptr<llvm::Module>> module =
+      translateKernels(kernelModule, context, *machine);
+  if (failed(module))
+    return failure();
+  optimize(**module, *machine);
   return module;
 }
 
-LogicalResult kiln::linkSharedObject(llvm::Module &module,
-                                     llvm::StringRef outputPath,
-                                     const HostTargetOptions &options,
-                                     Location loc) {
+/// Emits `module` as an object into `object`; false if the target cannot.
+static bool emitObject(llvm::Module &module, llvm::TargetMachine &machine,
+                       llvm::raw_pwrite_stream &object) {
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, object, nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return false;
+  codegen.run(module);
+  return true;
+}
+
+/// A temporary object file, removed when this is destroyed.
+struct TemporaryObject {
+  llvm::SmallString<128> path;
+  int fd = -1;
+  std::unique_ptr<llvm::FileRemover> remover;
+};
+
+static LogicalResult createTemporaryObject(TemporaryObject &object,
+                                           Location loc) {
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "kiln-kernels", "o", object.fd, object.path))
+    return emitError(loc) << "cannot create a temporary object file: "
+                          << ec.message();
+  object.remover = std::make_unique<llvm::FileRemover>(object.path);
+  return success();
+}
+
+/// Links `objects` into the shared object `outputPath`.
+static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
+                                 llvm::StringRef outputPath, Location loc) {
   llvm::StringRef linker = KILN_LD_LLD;
   if (linker.empty() || !llvm::sys::fs::can_execute(linker))
     return emitError(loc) << "cannot link kernels.so: ld.lld-22 was not found "
                              "when Kiln was configured (install lld-22 and "
                              "re-run cmake)";
-  std::string error;
-  std::unique_ptr<llvm::TargetMachine> machine =
-      createTargetMachine(options, error);
-  if (!machine)
-    return emitError(loc) << "no x86-64 target machine: " << error;
-
-  llvm::SmallString<128> objectPath;
-  int objectFd;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "kiln-kernels", "o", objectFd, objectPath))
-    return emitError(loc) << "cannot create a temporary object file: "
-                          << ec.message();
-  llvm::FileRemover removeObject(objectPath);
-  {
-    llvm::raw_fd_ostream object(objectFd, /*shouldClose=*/true);
-    llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, object, nullptr,
-                                     llvm::CodeGenFileType::ObjectFile))
-      return emitError(loc) << "the x86-64 target cannot emit objects";
-    codegen.run(module);
-    object.flush();
-    if (object.has_error())
-      return emitError(loc) << "cannot write " << objectPath;
-  }
-
   // libm as a DT_NEEDED entry: the kernels call expf, logf, tanhf, ...
   std::string output = outputPath.str();
   std::string libmDir = std::string("-L") + KILN_LIBM_DIR;
   llvm::SmallVector<llvm::StringRef> args = {
-      linker,      "-shared", "--hash-style=gnu", "-z", "noexecstack",
-      "-z",        "now",     "-o",               output, objectPath,
-      libmDir,     "--as-needed", "-l:libm.so.6"};
+      linker, "-shared", "--hash-style=gnu", "-z", "noexecstack",
+      "-z",   "now",     "-o",               output};
+  for (const TemporaryObject &object : objects)
+    args.push_back(object.path);
+  args.append({libmDir, "--as-needed", "-l:libm.so.6"});
   std::string message;
   int status = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
                                          &message);
@@ -201,13 +237,113 @@ LogicalResult kiln::linkSharedObject(llvm::Module &module,
   return success();
 }
 
+LogicalResult kiln::linkSharedObject(llvm::Module &module,
+                                     llvm::StringRef outputPath,
+                                     const HostTargetOptions &options,
+                                     Location loc) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return emitError(loc) << "no x86-64 target machine: " << error;
+  TemporaryObject object;
+  if (failed(createTemporaryObject(object, loc)))
+    return failure();
+  {
+    llvm::raw_fd_ostream stream(object.fd, /*shouldClose=*/true);
+    if (!emitObject(module, *machine, stream))
+      return emitError(loc) << "the x86-64 target cannot emit objects";
+    stream.flush();
+    if (stream.has_error())
+      return emitError(loc) << "cannot write " << object.path;
+  }
+  return linkObjects(object, outputPath, loc);
+}
+
 LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
                                              llvm::StringRef outputPath,
-                                             const HostTargetOptions &options) {
-  llvm::LLVMContext context;
-  FailureOr<std::unique_ptr<llvm::Module>> module =
-      buildHostLLVMModule(kernelModule, context, options);
-  if (failed(module))
-    return failure();
-  return linkSharedObject(**module, outputPath, options, kernelModule.getLoc());
+                                             const HostTargetOptions &options,
+                                             TimingScope *timing) {
+  TimingScope none;
+  TimingScope &parent = timing ? *timing : none;
+  Location loc = kernelModule.getLoc();
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(options, error);
+  if (!machine)
+    return emitError(loc) << "no x86-64 target machine: " << error;
+
+  // Lowered and translated once, then split: each part is written as
+  // bitcode, so that its thread reads it into an LLVMContext of its own.
+  std::vector<llvm::SmallString<0>> parts;
+  {
+    TimingScope translating = parent.nest("lower to LLVM IR and split");
+    llvm::LLVMContext context;
+    FailureOr<std::unique_ptr<llvm::Module>> module =
+        translateKernels(kernelModule, context, *machine);
+    if (failed(module))
+      return failure();
+    unsigned kernels = 0;
+    for (llvm::Function &function : **module)
+      kernels += !function.isDeclaration();
+    llvm::SplitModule(
+        **module, std::clamp(kernels, 1u, kCodegenParts),
+        [&](std::unique_ptr<llvm::Module> part) {
+          llvm::SmallString<0> &bitcode = parts.emplace_back();
+          llvm::raw_svector_ostream os(bitcode);
+          llvm::WriteBitcodeToFile(*part, os);
+        },
+        /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  }
+
+  std::vector<TemporaryObject> objects(parts.size());
+  for (TemporaryObject &object : objects)
+    if (failed(createTemporaryObject(object, loc)))
+      return failure();
+  std::vector<std::string> errors(parts.size());
+  {
+    TimingScope compiling = parent.nest("optimize (-O3) and emit objects");
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < parts.size(); i = next++) {
+        llvm::LLVMContext context;
+        llvm::Expected<std::unique_ptr<llvm::Module>> part =
+            llvm::parseBitcodeFile(
+                llvm::MemoryBufferRef(parts[i].str(), "kernels"), context);
+        if (!part) {
+          errors[i] = llvm::toString(part.takeError());
+          continue;
+        }
+        std::string machineError;
+        std::unique_ptr<llvm::TargetMachine> partMachine =
+            createTargetMachine(options, machineError);
+        if (!partMachine) {
+          errors[i] = "no x86-64 target machine: " + machineError;
+          continue;
+        }
+        optimize(**part, *partMachine);
+        llvm::raw_fd_ostream stream(objects[i].fd, /*shouldClose=*/true);
+        if (!emitObject(**part, *partMachine, stream))
+          errors[i] = "the x86-64 target cannot emit objects";
+        stream.flush();
+        if (stream.has_error()) {
+          errors[i] = "cannot write " + objects[i].path.str().str();
+          stream.clear_error();
+        }
+      }
+    };
+    unsigned threads = std::clamp<unsigned>(
+        std::thread::hardware_concurrency(), 1, parts.size());
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < threads; ++t)
+      workers.emplace_back(work);
+    work();
+    for (std::thread &worker : workers)
+      worker.join();
+  }
+  for (const std::string &message : errors)
+    if (!message.empty())
+      return emitError(loc) << "compiling the kernels: " << message;
+  TimingScope linking = parent.nest("link kernels.so");
+  return linkObjects(objects, outputPath, loc);
 }

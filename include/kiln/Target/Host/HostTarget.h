@@ -29,6 +29,7 @@ class Module;
 
 namespace mlir {
 class DialectRegistry;
+class TimingScope;
 } // namespace mlir
 
 namespace kiln {
@@ -65,10 +66,13 @@ mlir::LogicalResult linkSharedObject(llvm::Module &module,
                                      const HostTargetOptions &options,
                                      mlir::Location loc);
 
-/// Both steps: `kernelModule`'s kernels into the shared object `outputPath`.
+/// `kernelModule`'s kernels into the shared object `outputPath`: optimized
+/// and compiled in parts on every core (the parts do not depend on the core
+/// count), then linked. Its phases are timed under `timing` when given.
 mlir::LogicalResult buildKernelsSharedObject(mlir::ModuleOp kernelModule,
                                              llvm::StringRef outputPath,
-                                             const HostTargetOptions &options);
+                                             const HostTargetOptions &options,
+                                             mlir::TimingScope *timing = nullptr);
 
 } // namespace kiln
 
