@@ -152,8 +152,10 @@ def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"maxSegments", "max-segments", "int64_t", /*default=*/"0",
-           "The most launches one merged parallel kernel takes (0: no limit)">,
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"0",
+           "The most ops (of the kernels' bodies) one merged kernel or "
+           "chain of sequential kernels holds (0: no limit); a launch whose "
+           "kernel alone is larger still joins an empty run">,
   ];
   let dependentDialects = ["::kiln::kernel::KernelDialect",
                            "::mlir::scf::SCFDialect",

@@ -27,8 +27,9 @@ measurePeakBytes(mlir::ModuleOp module, kiln::KernelPipelineOptions options) {
   return kiln::kernel::measureResidentBytes(*clone).peak();
 }
 
-/// The most launches --kernel-merge-launches puts into one kernel.
-static constexpr int64_t kMaxMergedLaunches = 8;
+/// The most ops --kernel-merge-launches puts into one kernel: about eight
+/// AdamW updates (~45 ops each).
+static constexpr int64_t kMaxMergedOps = 800;
 
 void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
                                const KernelPipelineOptions &options) {
@@ -47,13 +48,14 @@ void kiln::buildKernelPipeline(mlir::OpPassManager &pm,
   // Identical views of one buffer fold together before buffers are placed.
   pm.addPass(mlir::createCSEPass());
   // Independent neighbours (the optimizer's per-parameter updates first)
-  // share one launch, eight at most: a merged kernel holds a copy of each
+  // share one launch, up to a size: a merged kernel holds a copy of each
   // body it takes, and one kernel of all 148 updates of GPT-2 small cost
   // more to compile (-O3 on one huge function, on one core) than every
-  // other kernel together; eight keep the launches few and let the merged
-  // kernels of repeated layers come out identical (--kernel-dedup-kernels).
+  // other kernel together. About eight AdamW updates per kernel keep the
+  // launches few and let the merged kernels of repeated layers come out
+  // identical (--kernel-dedup-kernels).
   if (options.fuse)
-    pm.addPass(kernel::createKernelMergeLaunches({kMaxMergedLaunches}));
+    pm.addPass(kernel::createKernelMergeLaunches({kMaxMergedOps}));
   // The repeated layers' identical kernels compile once: after the merge,
   // which creates kernels, and before code generation, which is the longest
   // part of a compile.

@@ -1,5 +1,5 @@
 // RUN: kiln-opt %s -split-input-file --kernel-merge-launches | FileCheck %s
-// RUN: kiln-opt %s -split-input-file --kernel-merge-launches="max-segments=2" | FileCheck %s --check-prefix=CAP
+// RUN: kiln-opt %s -split-input-file --kernel-merge-launches="max-ops=10" | FileCheck %s --check-prefix=CAP
 
 // Two launches over disjoint buffers and a sequential (range 1) one become
 // one kernel of range 8 + 4 + 1 and the smallest grain: each body is a segment, its top-level
@@ -24,8 +24,9 @@
 // CHECK: kernel.entry @step
 // CHECK: kernel.launch @k{{[0-9]+}}(%{{.*}}) {kernel.origin = "graph.adamw_update+graph.lr_schedule"}
 // CHECK-NOT: kernel.launch
-// With at most two launches per merged kernel, the third (the sequential
-// chain) keeps a launch of its own.
+// With at most 10 ops per merged kernel (@rev8 and @rev4 count 4 each:
+// kernel.func, linalg.generic, linalg.yield, kernel.return), the third
+// (@scalar, 4 more) keeps a launch of its own.
 // CAP-LABEL: kernel.entry @step
 // CAP-NEXT: kernel.launch @k{{[0-9]+}}(%{{.*}}) {kernel.origin = "graph.adamw_update"}
 // CAP-NEXT: kernel.launch @scalar(%{{.*}}) {kernel.origin = "graph.lr_schedule"}

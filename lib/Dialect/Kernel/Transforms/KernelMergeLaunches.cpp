@@ -47,14 +47,14 @@ using Box = ArrayRef<int64_t>;
 struct LaunchRun {
   llvm::DenseSet<Value> read, written;
   llvm::DenseMap<Value, SmallVector<Box>> boxes;
-  /// The launches in the run.
-  int64_t size = 0;
+  /// The ops in the bodies of its kernels.
+  int64_t ops = 0;
 
   void clear() {
     read.clear();
     written.clear();
     boxes.clear();
-    size = 0;
+    ops = 0;
   }
 };
 
@@ -157,7 +157,6 @@ static bool isIndependent(const LaunchRun &run, LaunchOp launch,
 
 static void addToRun(LaunchRun &run, LaunchOp launch,
                      ArrayRef<BufferAccess> operandAccess) {
-  ++run.size;
   for (auto [operand, access] :
        llvm::zip_equal(launch->getOperands(), operandAccess)) {
     Value root = getRootBuffer(operand);
@@ -484,19 +483,40 @@ struct KernelMergeLaunchesPass
     auto kernelOf = [&](LaunchOp launch) {
       return symbols.lookup<FuncOp>(launch.getKernel());
     };
+    // The ops of each kernel's body, counted once (merged kernels copy the
+    // bodies of theirs, and their size is what code generation pays for).
+    llvm::DenseMap<Operation *, int64_t> opCounts;
+    auto opsOf = [&](FuncOp kernel) -> int64_t {
+      if (!kernel)
+        return 0;
+      auto [it, inserted] = opCounts.try_emplace(kernel, 0);
+      if (inserted)
+        kernel.walk([&](Operation *) { ++it->second; });
+      return it->second;
+    };
+    // Whether a run of `ops` ops that takes `more` would pass max-ops (a
+    // run's first launch always joins it).
+    auto exceedsMaxOps = [&](int64_t ops, int64_t more) {
+      return maxOps > 0 && ops > 0 && ops + more > maxOps;
+    };
     // First, sequential kernels move down to the next one where nothing in
     // between depends on them, and chains of sequential kernels become one;
     // then independent neighbours (among them the chains) share a launch.
     BufferAccessAnalysis access;
     for (auto entry : module.getOps<EntryOp>()) {
       sinkLaunches(entry, symbols, access);
+      int64_t chained = 0;
       SmallVector<SmallVector<LaunchOp>> chains = collectRuns(
           entry,
           [&](LaunchOp launch) {
             FuncOp kernel = kernelOf(launch);
             return kernel && kernel.getRange() == 1;
           },
-          [](LaunchOp) { return false; }, [](LaunchOp) {}, [] {});
+          [&](LaunchOp launch) {
+            return exceedsMaxOps(chained, opsOf(kernelOf(launch)));
+          },
+          [&](LaunchOp launch) { chained += opsOf(kernelOf(launch)); },
+          [&] { chained = 0; });
       for (ArrayRef<LaunchOp> chain : chains)
         if (failed(chainRun(chain, symbols, nextName)))
           return signalPassFailure();
@@ -514,10 +534,13 @@ struct KernelMergeLaunchesPass
               },
               [&](LaunchOp launch) {
                 operandAccess = access.getOperandAccess(launch);
-                return (maxSegments > 0 && run.size >= maxSegments) ||
+                return exceedsMaxOps(run.ops, opsOf(kernelOf(launch))) ||
                        !isIndependent(run, launch, operandAccess);
               },
-              [&](LaunchOp launch) { addToRun(run, launch, operandAccess); },
+              [&](LaunchOp launch) {
+                addToRun(run, launch, operandAccess);
+                run.ops += opsOf(kernelOf(launch));
+              },
               [&] { run.clear(); }));
     }
     for (ArrayRef<LaunchOp> run : runs)
