@@ -3,9 +3,11 @@
 
 For each model it trains the same model, from the same initial weights, on
 the same batch, with Kiln (`kiln train`, once per GEMM library: oneDNN, and
-OpenBLAS with OPENBLAS_CORETYPE unset and =SkylakeX) and with JAX/XLA
-(bench/peers/jax_models.py, f32, jax.jit), and measures, interleaved
-(Kiln's configurations and the peer take turns, round after round):
+OpenBLAS with OPENBLAS_CORETYPE unset and =SkylakeX), with JAX/XLA
+(bench/peers/jax_models.py, f32, jax.jit) and with PyTorch, eager and under
+torch.compile (bench/peers/torch_models.py, when torch is installed), and
+measures, interleaved (Kiln's configurations and the peers take turns,
+round after round):
 
   step      the median training step of each run after its warm-up steps;
             ratios are medians of the per-round ratios (peer / kiln > 1:
@@ -13,10 +15,11 @@ OpenBLAS with OPENBLAS_CORETYPE unset and =SkylakeX) and with JAX/XLA
   compile   cold: `kiln compile MODEL --train --cpu=native` into a fresh
             directory (the compile `kiln train` does on a cache miss) vs
             jax.jit(step).lower(...).compile() with JAX's compilation cache
-            off, layers unrolled (and, for the GPTs, with lax.scan)
+            off, layers unrolled (and, for the GPTs, with lax.scan), and
+            torch.compile's first step with a fresh TORCHINDUCTOR_CACHE_DIR
   memory    Kiln's peak_bytes (`kiln compile --stats`: persistent buffers +
             arena) vs XLA's memory_analysis() (temp + arguments + outputs -
-            aliased)
+            aliased) and PyTorch eager's peak RSS growth
   kernels   Kiln's kernels and library calls per train step vs the fusions
             and custom calls of XLA's optimized HLO
   loss      both sides' loss at every step from the same start (a
@@ -33,7 +36,8 @@ GPT-2 small's steps of tens of seconds, of which it times one per run).
 f32 on both sides.
 
 Needs: a built tree (build/bin/kiln), python3 with numpy and jax
-(python3 -m pip install jax). Hold the build lock while it runs
+(python3 -m pip install jax), and for the PyTorch rows torch (python3 -m
+pip install torch; without it those rows say "not installed"). Hold the build lock while it runs
 (flock /tmp/kiln-build.lock bench/run.py): a build beside it makes every
 figure meaningless.
 """
@@ -66,8 +70,10 @@ MODEL_FILES = {"mlp": "examples/mlp.kiln", "gpt": "examples/gpt.kiln",
                "gpt12": "bench/models/gpt12.kiln",
                "gpt2-small": "bench/models/gpt2-small.kiln"}
 # GPT-2 small's step takes tens of seconds here: only Kiln's default
-# library runs it (the libraries are compared on the smaller models).
+# library runs it (the libraries are compared on the smaller models), and
+# torch.compile (minutes of compiling per round) is left to the others.
 KILN_CONFIGS_OF = {"gpt2-small": 1}
+TORCH_COMPILE_SKIPPED = {"gpt2-small"}
 
 # Kiln's configurations: the name, then the environment changes (None
 # removes the variable). The first is the one every ratio is taken against.
@@ -218,6 +224,27 @@ def jax_train(config, weights, data_dir, steps, scan=False):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def torch_train(config, weights, data_dir, steps, compiled):
+    command = [sys.executable, os.path.join(ROOT, "bench/peers/torch_models.py"),
+               json.dumps(config), weights, data_dir, str(steps)]
+    if compiled:
+        command.append("--compile")
+    cache = tempfile.mkdtemp(prefix="kiln-bench-inductor-")
+    try:
+        result = run(command, {"TORCHINDUCTOR_CACHE_DIR": cache})
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def torch_version():
+    try:
+        import torch
+        return torch.__version__
+    except ImportError:
+        return None
+
+
 # --- Figures ------------------------------------------------------------------
 
 def median_step(step_ms, skip):
@@ -266,6 +293,10 @@ def main():
         import jax
     except ImportError:
         raise SystemExit("the peer needs jax: python3 -m pip install jax")
+    has_torch = torch_version() is not None
+    if not has_torch:
+        log("torch is not installed: no PyTorch rows (python3 -m pip install "
+            "torch)")
     if not os.access(args.kiln, os.X_OK):
         raise SystemExit(f"{args.kiln} is missing: build first (scripts/build.sh)")
 
@@ -276,21 +307,30 @@ def main():
     log(f"== bench/run.py ({'full' if args.full else 'quick'}): "
         f"{settings['rounds']} rounds, models {', '.join(settings['models'])}")
     log(f"   {os.cpu_count()} cores ({cpu_model}; {' '.join(cpu_flags)}), "
-        f"jax {jax.__version__}")
+        f"jax {jax.__version__}, torch {torch_version() or 'not installed'}")
 
     results = {}
     for name in settings["models"]:
         model = MODEL_FILES[name]
         dims, config = parse_model(model)
+        steps = settings["steps"][name]
+        # kiln train --steps N past the warmup spans the schedule over N
+        # steps; within it, over the train block's (see TrainCommand).
+        if steps > config["warmup"]:
+            config["total"] = steps
         data_dir = os.path.join(work, name)
         weights, names = make_inputs(name, dims, config, data_dir)
-        steps = settings["steps"][name]
         skip = settings["skip"][name]
         configs = KILN_CONFIGS[:KILN_CONFIGS_OF.get(name, len(KILN_CONFIGS))]
         stats = kiln_stats(args.kiln, model)
         rows = {label: [] for label, _ in configs}
         rows["jax"] = []
-        compiles = {"kiln": [], "jax": [], "jax scan": []}
+        compiles = {"kiln": [], "jax": [], "jax scan": [], "torch.compile": []}
+        peers = ["torch eager", "torch.compile"] if has_torch else []
+        if name in TORCH_COMPILE_SKIPPED:
+            peers = peers[:1]
+        for peer_name in peers:
+            rows[peer_name] = []
         first = {}
         log(f"\n== {name} ({model}): {steps} steps per run, median after "
             f"{skip}")
@@ -314,6 +354,14 @@ def main():
                 compiles["jax scan"].append(
                     jax_train(config, weights, data_dir, 0, scan=True)["compile_s"])
             line.append(f"jax {rows['jax'][-1]:.2f}")
+            for peer_name in peers:
+                measured = torch_train(config, weights, data_dir, steps,
+                                       peer_name == "torch.compile")
+                rows[peer_name].append(median_step(measured["step_ms"], skip))
+                first.setdefault(peer_name, measured)
+                if peer_name == "torch.compile":
+                    compiles["torch.compile"].append(measured["first_step_s"])
+                line.append(f"{peer_name} {rows[peer_name][-1]:.2f}")
             log(f"   round {round_index + 1}: step ms  " + ", ".join(line) +
                 f";  compile s kiln {compiles['kiln'][-1]:.2f} jax "
                 f"{compiles['jax'][-1]:.2f}")
@@ -328,8 +376,16 @@ def main():
                 j / k for j, k in zip(compiles["jax"], compiles["kiln"])),
             stats=stats, peer=first["jax"],
             headers={label: first[label]["header"] for label, _ in configs},
-            loss_difference=max_relative_difference(
-                first[KILN_CONFIGS[0][0]]["losses"], first["jax"]["losses"]),
+            loss_difference={
+                peer_name: max_relative_difference(
+                    first[KILN_CONFIGS[0][0]]["losses"], first[peer_name]["losses"])
+                for peer_name in ["jax"] + peers},
+            torch_rss=first["torch eager"]["peak_rss_growth"]
+            if "torch eager" in first else None,
+            torch_config=(f"{first['torch eager']['threads']} threads "
+                          f"(torch.get_num_threads()), the optimizer eager; "
+                          f"torch.compile compiles the loss (Inductor)")
+            if "torch eager" in first else None,
             final_loss={label: first[label]["losses"][-1] for label in first})
 
     elapsed = time.time() - started
@@ -346,52 +402,79 @@ def main():
 
 
 def render(results, settings, args, cpu_model, cpu_flags, elapsed, jax_version):
+    median = statistics.median
+
     def fmt_bytes(n):
         return "-" if n is None else f"{n / 2**20:.1f} MiB"
 
     def ms(value):
         return f"{value:.3f}" if value < 1 else f"{value:.1f}"
-    median = statistics.median
+
+    def row(r, label, ratio=True):
+        if label not in r["rows"]:
+            return "-"
+        text = ms(median(r["rows"][label]))
+        if ratio and label != "kiln onednn":
+            text += f" (**{r['ratios'][label]:.2f}**)"
+        return text
+
+    def seconds(values):
+        return f"{median(values):.2f} s" if values else "-"
+
+    def ratio_of(values, base):
+        if not values:
+            return "-"
+        return f"**{median(a / b for a, b in zip(values, base)):.2f}**"
+
+    torch_text = torch_version() or "not installed"
     lines = [
-        "# Kiln against JAX/XLA on the CPU (bench/run.py)", "",
+        "# Kiln against JAX/XLA and PyTorch on the CPU (bench/run.py)", "",
         f"{datetime.date.today().isoformat()}, "
         f"{'full' if args.full else 'quick'} mode, {settings['rounds']} "
         f"interleaved rounds, {elapsed / 60:.1f} minutes. "
         f"{os.cpu_count()} cores: {cpu_model} ({' '.join(cpu_flags)}); "
-        f"{platform.platform()}.", "",
-        "Step times are the median step of each run after its first "
-        "few (the steps and the warm-up left out are listed below), then the "
-        "median over rounds; a ratio is the "
-        "median of the per-round ratios against `kiln onednn` (> 1: that "
-        "configuration is slower than Kiln with oneDNN). f32 everywhere; "
-        "every side uses all cores.", "",
-        "| model | kiln onednn ms | kiln openblas | kiln openblas SkylakeX "
-        "| jax ms | jax / kiln | compile kiln s | compile jax s (scan) "
-        "| jax / kiln compile | peak kiln | XLA memory | kernels + calls kiln "
-        "| XLA fusions + custom calls | loss rel. diff |",
-        "|" + "---|" * 14,
+        f"{platform.platform()}; jax {jax_version}, torch {torch_text}.", "",
+        "## Training step", "",
+        "Milliseconds: the median step of each run after its first few (listed "
+        "below), then the median over rounds. In parentheses, the median of "
+        "the per-round ratios to `kiln onednn` (> 1: slower than Kiln with "
+        "oneDNN). f32 everywhere; every side uses all cores.", "",
+        "| model | kiln onednn | kiln openblas | kiln openblas SkylakeX "
+        "| jax | torch eager | torch.compile |",
+        "|" + "---|" * 7,
     ]
     for name, r in results.items():
-        rows, ratios, peer, stats = r["rows"], r["ratios"], r["peer"], r["stats"]
-        scan = r["compiles"]["jax scan"]
-        def config(label):
-            if label not in rows:
-                return "-"
-            return f"{ms(median(rows[label]))} (x{ratios[label]:.2f})"
         lines.append(
-            f"| {name} | {ms(median(rows['kiln onednn']))} "
-            f"| {config('kiln openblas')} "
-            f"| {config('kiln openblas SkylakeX')} "
-            f"| {ms(median(rows['jax']))} | **{ratios['jax']:.2f}** "
-            f"| {median(r['compiles']['kiln']):.2f} "
-            f"| {median(r['compiles']['jax']):.2f}"
-            f"{f' ({median(scan):.2f})' if scan else ''} "
-            f"| **{r['compile_ratio']:.2f}** "
+            f"| {name} | {row(r, 'kiln onednn')} | {row(r, 'kiln openblas')} "
+            f"| {row(r, 'kiln openblas SkylakeX')} | {row(r, 'jax')} "
+            f"| {row(r, 'torch eager')} | {row(r, 'torch.compile')} |")
+    lines += [
+        "", "## Compile, memory, kernels, loss", "",
+        "Compile times are cold (medians over rounds; in bold, the median of "
+        "the per-round ratios peer / Kiln). Losses: the largest relative "
+        "difference between Kiln's and each peer's loss over the steps of a "
+        "run from the same start.", "",
+        "| model | kiln compile | jax.jit compile (scan) | jax / kiln "
+        "| torch.compile 1st step | torch.compile / kiln | peak kiln "
+        "| XLA memory | torch RSS growth | kernels + GEMM calls kiln "
+        "| XLA fusions | loss diff jax, torch |",
+        "|" + "---|" * 12,
+    ]
+    for name, r in results.items():
+        c = r["compiles"]
+        stats, peer = r["stats"], r["peer"]
+        differences = ", ".join(f"{v:.1e}" for k, v in r["loss_difference"].items()
+                                if k in ("jax", "torch eager"))
+        scan = f" ({median(c['jax scan']):.2f})" if c["jax scan"] else ""
+        lines.append(
+            f"| {name} | {seconds(c['kiln'])} | {seconds(c['jax'])}{scan} "
+            f"| {ratio_of(c['jax'], c['kiln'])} | {seconds(c['torch.compile'])} "
+            f"| {ratio_of(c['torch.compile'], c['kiln'])} "
             f"| {fmt_bytes(stats['peak_bytes'])} | {fmt_bytes(peer['memory'])} "
-            f"| {stats['kernels']} + {stats['library_calls']} "
-            f"| {peer['fusions']} + {len(peer['custom_calls'])} kinds "
-            f"| {r['loss_difference']:.1e} |")
-    lines += ["", "What ran:", ""]
+            f"| {fmt_bytes(r.get('torch_rss'))} "
+            f"| {stats['launches']} + {stats['library_calls']} "
+            f"| {peer['fusions']} | {differences} |")
+    lines += ["", "## What ran", ""]
     for name, r in results.items():
         lines.append(f"- **{name}** (`{r['model']}`, dims "
                      f"{', '.join(f'{k}={v}' for k, v in r['dims'].items())}; "
@@ -407,19 +490,24 @@ def render(results, settings, args, cpu_model, cpu_flags, elapsed, jax_version):
                      f"{r['peer'].get('dots', '?')} dot instructions emitted by "
                      f"XLA itself, custom calls in the optimized HLO: "
                      f"{r['peer']['custom_calls'] or 'none'}")
+        if r.get("torch_config"):
+            lines.append(f"  - torch {torch_text}: {r['torch_config']}")
     lines += [
-        "", "Compile times are cold: Kiln's `kiln compile --train --cpu=native` "
-        "into a fresh directory and cache; JAX's "
-        "`jax.jit(step).lower(...).compile()` in a fresh process with the "
-        "persistent compilation cache off (the process's import and tracing "
-        "set-up excluded; lowering included). Memory: Kiln's `peak_bytes` "
-        "(`kiln compile --stats`: persistent buffers + the arena) and XLA's "
-        "`memory_analysis()` (temp + arguments + outputs - aliased). Kernels: "
-        "Kiln's kernels per train step + its GEMM library calls; XLA's fusion "
-        "instructions in the optimized HLO's entry + its kinds of custom call.",
+        "", "Compile times: Kiln's `kiln compile --train --cpu=native` into a "
+        "fresh directory and cache; JAX's `jax.jit(step).lower(...).compile()` "
+        "in a fresh process with the persistent compilation cache off (import "
+        "and tracing set-up excluded; lowering included); torch.compile's "
+        "first step (compiling the loss's forward and backward with Inductor, "
+        "then running it) with a fresh TORCHINDUCTOR_CACHE_DIR. Memory: "
+        "Kiln's `peak_bytes` (`kiln compile --stats`: persistent buffers + "
+        "the arena), XLA's `memory_analysis()` (temp + arguments + outputs - "
+        "aliased), PyTorch eager's peak RSS minus its RSS before the weights "
+        "were loaded. Kernels: Kiln's generated kernels per train step + its "
+        "GEMM library calls; XLA's fusion instructions in the optimized "
+        "HLO's entry.",
         "", "Reproduce: `flock /tmp/kiln-build.lock bench/run.py "
         f"{'--full' if args.full else '--quick'}` (needs `python3 -m pip "
-        "install jax`).", ""]
+        "install jax torch`).", ""]
     return "\n".join(lines)
 
 
