@@ -29,10 +29,11 @@ It prints a table and writes bench/results/latest.md with the machine, the
 libraries and their versions, the XLA flags, the thread counts and which
 GEMM kernels each side ran.
 
-Modes: --quick (the default; the MLP and examples/gpt.kiln, 5 rounds, under
-10 minutes on 2 cores) and --full (adds the 12-layer GPT and GPT-2 small,
-bench/models/gpt2-small.kiln, longer runs; about 30 minutes, most of it
-GPT-2 small's steps of tens of seconds, of which it times one per run).
+Modes: --quick (the default; the MLP and examples/gpt.kiln, 5 rounds; 3
+minutes on 2 cores without PyTorch, torch.compile's compiles add about a
+minute a round) and --full (adds the 12-layer GPT and GPT-2 small,
+bench/models/gpt2-small.kiln, longer runs; 54 minutes here, 25 of them GPT-2
+small's steps of tens of seconds, of which it times one per run).
 f32 on both sides.
 
 Needs: a built tree (build/bin/kiln), python3 with numpy and jax
