@@ -137,13 +137,12 @@ Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
                              ": the cpu executor computes f32 and f64 GEMMs "
                              "(bf16 x bf16 -> f32 only through its GEMM "
                              "layer, until the plan can express it)");
-  if (call.tile_m() < 0 || call.tile_n() < 0)
-    return invalidFormat("a GEMM with a negative tile size");
   std::shared_ptr<const cpu::GemmLibrary> library =
       cpu::getGemmLibraryFor(prepared.gemmTypes, gemm_);
-  if (std::find(gemmLibraries_.begin(), gemmLibraries_.end(), library) ==
-      gemmLibraries_.end())
-    gemmLibraries_.push_back(library);
+  std::pair<cpu::GemmTypes, const cpu::GemmLibrary *> use{prepared.gemmTypes,
+                                                          library.get()};
+  if (std::find(gemmUses_.begin(), gemmUses_.end(), use) == gemmUses_.end())
+    gemmUses_.push_back(use);
   prepared.gemm = &call;
   prepared.gemmLibrary = library.get();
   int64_t m = call.m(), n = call.n();
@@ -203,27 +202,23 @@ void Session::describeGemms() {
   gemmInfo_.library = gemm_->name();
   gemmInfo_.version = gemm_->version();
   gemmInfo_.isa = gemm_->isa();
-  std::vector<const cpu::GemmLibrary *> warned;
-  auto warn = [&](const cpu::GemmLibrary &library) {
-    if (std::find(warned.begin(), warned.end(), &library) != warned.end())
-      return;
-    warned.push_back(&library);
-    std::string warning = library.fallbackWarning();
-    if (!warning.empty())
-      gemmInfo_.warning += (gemmInfo_.warning.empty() ? "" : "; ") + warning;
+  auto append = [](std::string &list, const std::string &item) {
+    if (!item.empty())
+      list += (list.empty() ? "" : "; ") + item;
   };
-  warn(*gemm_);
-  for (const PreparedEntry &entry : entries_)
-    for (const PreparedOp &op : entry.ops) {
-      if (!op.gemmLibrary || op.gemmLibrary == gemm_.get())
-        continue;
-      std::string other = std::string(cpu::gemmTypesName(op.gemmTypes)) +
-                          ": " + op.gemmLibrary->version() + " (" +
-                          op.gemmLibrary->isa() + ")";
-      if (gemmInfo_.others.find(other) == std::string::npos)
-        gemmInfo_.others += (gemmInfo_.others.empty() ? "" : "; ") + other;
-      warn(*op.gemmLibrary);
-    }
+  std::vector<const cpu::GemmLibrary *> libraries = {gemm_.get()};
+  for (auto [types, library] : gemmUses_) {
+    if (library == gemm_.get())
+      continue;
+    append(gemmInfo_.others, std::string(cpu::gemmTypesName(types)) + ": " +
+                                 library->version() + " (" + library->isa() +
+                                 ")");
+    if (std::find(libraries.begin(), libraries.end(), library) ==
+        libraries.end())
+      libraries.push_back(library);
+  }
+  for (const cpu::GemmLibrary *library : libraries)
+    append(gemmInfo_.warning, library->fallbackWarning());
 }
 
 void Session::runGemm(const PreparedOp &op) {

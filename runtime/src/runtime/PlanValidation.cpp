@@ -87,6 +87,10 @@ public:
           where_ + ": GEMM with m=" + std::to_string(call.m()) +
           " n=" + std::to_string(call.n()) + " k=" + std::to_string(call.k()) +
           " batch=" + std::to_string(call.batch()));
+    if (call.tile_m() < 0 || call.tile_n() < 0)
+      return invalidFormat(where_ + ": GEMM with tile_m=" +
+                           std::to_string(call.tile_m()) +
+                           " tile_n=" + std::to_string(call.tile_n()));
     int64_t m = call.m(), n = call.n(), k = call.k();
     bool ta = call.transpose_a(), tb = call.transpose_b();
     KILN_RETURN_IF_ERROR(checkMatrix(call, call.a(), 'A', ta ? k : m,

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -132,7 +133,7 @@ private:
   cpu::GemmProblem gemmTile(const PreparedOp &op, int64_t batch, int64_t row,
                             int64_t rows, int64_t column,
                             int64_t columns) const;
-  /// Fills gemmInfo_ from the libraries the prepared GEMMs use.
+  /// Fills gemmInfo_ from gemm_ and gemmUses_.
   void describeGemms();
   /// The persistent buffer `name`; `action` words the error message.
   Result findPersistent(const std::string &name, const char *action,
@@ -155,10 +156,11 @@ private:
   /// The base pointer of every buffer id.
   std::vector<void *> pointers_;
   std::vector<PreparedEntry> entries_;
-  /// The GEMM library chosen for this session ($KILN_GEMM), and every one
-  /// its GEMMs use (another computes the types it lacks).
+  /// The GEMM library chosen for this session ($KILN_GEMM), and each
+  /// distinct (types, library) its GEMMs use: another library computes the
+  /// types the chosen one lacks. Libraries live as long as the process.
   std::shared_ptr<const cpu::GemmLibrary> gemm_;
-  std::vector<std::shared_ptr<const cpu::GemmLibrary>> gemmLibraries_;
+  std::vector<std::pair<cpu::GemmTypes, const cpu::GemmLibrary *>> gemmUses_;
   GemmInfo gemmInfo_;
   /// Inputs bound at least once.
   std::vector<bool> bound_;
