@@ -237,29 +237,6 @@ static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
   return success();
 }
 
-LogicalResult kiln::linkSharedObject(llvm::Module &module,
-                                     llvm::StringRef outputPath,
-                                     const HostTargetOptions &options,
-                                     Location loc) {
-  std::string error;
-  std::unique_ptr<llvm::TargetMachine> machine =
-      createTargetMachine(options, error);
-  if (!machine)
-    return emitError(loc) << "no x86-64 target machine: " << error;
-  TemporaryObject object;
-  if (failed(createTemporaryObject(object, loc)))
-    return failure();
-  {
-    llvm::raw_fd_ostream stream(object.fd, /*shouldClose=*/true);
-    if (!emitObject(module, *machine, stream))
-      return emitError(loc) << "the x86-64 target cannot emit objects";
-    stream.flush();
-    if (stream.has_error())
-      return emitError(loc) << "cannot write " << object.path;
-  }
-  return linkObjects(object, outputPath, loc);
-}
-
 LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
                                              llvm::StringRef outputPath,
                                              const HostTargetOptions &options,

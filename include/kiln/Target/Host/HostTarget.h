@@ -59,13 +59,6 @@ mlir::FailureOr<std::unique_ptr<llvm::Module>>
 buildHostLLVMModule(mlir::ModuleOp kernelModule, llvm::LLVMContext &context,
                     const HostTargetOptions &options);
 
-/// Compiles optimized LLVM IR to an object and links it into the shared
-/// object `outputPath`. Errors are emitted at `loc`.
-mlir::LogicalResult linkSharedObject(llvm::Module &module,
-                                     llvm::StringRef outputPath,
-                                     const HostTargetOptions &options,
-                                     mlir::Location loc);
-
 /// `kernelModule`'s kernels into the shared object `outputPath`: optimized
 /// and compiled in parts on every core (the parts do not depend on the core
 /// count), then linked. Its phases are timed under `timing` when given.
