@@ -207,6 +207,18 @@ int kiln::cli::runCompile() {
            "--target\n";
     return 1;
   }
+  // --timing times the compile of a stage or an artifact; these compile
+  // the training step their own way, outside its report.
+  if (printTiming && (fitBatch || printStats ||
+                      memoryTimeline.getNumOccurrences())) {
+    WithColor::error(errs(), "kiln")
+        << "--timing times a compile with --emit or --target; it does not "
+           "time "
+        << (fitBatch ? "--fit-batch" : printStats ? "--stats"
+                                                  : "--memory-timeline")
+        << "\n";
+    return 1;
+  }
   std::optional<std::vector<kiln::frontend::DimOverride>> dims = parseDims();
   if (!dims)
     return 1;
