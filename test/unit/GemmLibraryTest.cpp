@@ -65,6 +65,22 @@ const Case kCases[] = {
     {70, 129, 64, true, false, 0, 1.0, 1.0},
 };
 
+/// `values` as f32 and as bf16, and `values` replaced by what `types`
+/// computes with: themselves for f64, the f32 or the bf16 rounding else.
+void roundInputs(GemmTypes types, std::vector<double> &values,
+                 std::vector<float> &f32, std::vector<uint16_t> &bf16) {
+  f32.resize(values.size());
+  bf16.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    f32[i] = static_cast<float>(values[i]);
+    bf16[i] = floatToBf16(f32[i]);
+    if (types == GemmTypes::F32)
+      values[i] = f32[i];
+    else if (types == GemmTypes::BF16_F32)
+      values[i] = bf16ToFloat(bf16[i]);
+  }
+}
+
 /// Runs `c` through `library` in `types` and checks every element of C
 /// against a sum in double of the same (rounded) inputs, and that the
 /// padding of C is never written.
@@ -87,22 +103,10 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types,
     x = uniform(engine);
   for (double &x : c0)
     x = uniform(engine);
-  std::vector<float> af(a.size()), bf(b.size()), cf(c0.size());
-  std::vector<uint16_t> a16(a.size()), b16(b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    af[i] = static_cast<float>(a[i]);
-    a16[i] = floatToBf16(af[i]);
-    a[i] = types == GemmTypes::F64    ? a[i]
-           : types == GemmTypes::F32 ? af[i]
-                                     : bf16ToFloat(a16[i]);
-  }
-  for (size_t i = 0; i < b.size(); ++i) {
-    bf[i] = static_cast<float>(b[i]);
-    b16[i] = floatToBf16(bf[i]);
-    b[i] = types == GemmTypes::F64    ? b[i]
-           : types == GemmTypes::F32 ? bf[i]
-                                     : bf16ToFloat(b16[i]);
-  }
+  std::vector<float> af, bf, cf(c0.size());
+  std::vector<uint16_t> a16, b16;
+  roundInputs(types, a, af, a16);
+  roundInputs(types, b, bf, b16);
   for (size_t i = 0; i < c0.size(); ++i) {
     cf[i] = static_cast<float>(c0[i]);
     if (types != GemmTypes::F64)

@@ -15,6 +15,7 @@
 #include <random>
 #include <optional>
 #include <thread>
+#include <utility>
 
 using namespace kiln;
 using namespace kiln::test;
@@ -32,6 +33,31 @@ std::vector<float> randomFloats(size_t count, uint32_t seed, float low = -2,
     value = distribution(engine);
   return values;
 }
+
+/// Sets environment variable `name` for the life of the object, restoring
+/// (or removing) it after.
+class ScopedEnvironment {
+public:
+  ScopedEnvironment(std::string name, const std::string &value)
+      : name_(std::move(name)) {
+    if (const char *previous = std::getenv(name_.c_str()))
+      saved_ = previous;
+    set(value);
+  }
+  ~ScopedEnvironment() {
+    if (saved_)
+      ::setenv(name_.c_str(), saved_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  void set(const std::string &value) {
+    ::setenv(name_.c_str(), value.c_str(), 1);
+  }
+
+private:
+  std::string name_;
+  std::optional<std::string> saved_;
+};
 
 TEST(RuntimeExecutor, ElementwiseKernelOverThreads) {
   const int64_t n = 1001;
@@ -168,10 +194,9 @@ TEST(RuntimeExecutor, ThreadCountComesFromTheEnvironment) {
   PlanWriter writer;
   writer.buffer("x", Kind::Input, DType::F32, {1});
   std::string plan = writer.finish();
-  const char *previous = std::getenv("KILN_NUM_THREADS");
-  std::string saved = previous ? previous : "";
+  ScopedEnvironment threadCount("KILN_NUM_THREADS", "");
   for (const char *value : {"3", "1", "junk"}) {
-    ::setenv("KILN_NUM_THREADS", value, 1);
+    threadCount.set(value);
     Loaded loaded;
     ASSERT_EQ(loaded.open(plan, 0), KILN_OK) << kiln_last_error();
     int32_t threads = 0;
@@ -182,10 +207,6 @@ TEST(RuntimeExecutor, ThreadCountComesFromTheEnvironment) {
     else
       EXPECT_EQ(threads, std::atoi(value));
   }
-  if (previous)
-    ::setenv("KILN_NUM_THREADS", saved.c_str(), 1);
-  else
-    ::unsetenv("KILN_NUM_THREADS");
 }
 
 /// One GEMM case: shapes, transposes, batch strides (0 broadcasts), padded
@@ -200,24 +221,6 @@ struct GemmCase {
   int64_t tileM = 0, tileN = 0;
 };
 
-/// Sets KILN_GEMM for the life of the object, restoring it after.
-class ScopedGemmLibrary {
-public:
-  explicit ScopedGemmLibrary(const std::string &name) {
-    if (const char *value = std::getenv("KILN_GEMM"))
-      saved_ = value;
-    ::setenv("KILN_GEMM", name.c_str(), 1);
-  }
-  ~ScopedGemmLibrary() {
-    if (saved_)
-      ::setenv("KILN_GEMM", saved_->c_str(), 1);
-    else
-      ::unsetenv("KILN_GEMM");
-  }
-
-private:
-  std::optional<std::string> saved_;
-};
 
 template <typename T>
 void checkGemm(const GemmCase &c, DType dtype, int32_t threads = 0) {
@@ -317,7 +320,7 @@ TEST(RuntimeExecutor, GemmMatchesNaiveLoop) {
   // library does not (oneDNN).
   for (const char *library : {"onednn", "openblas", "reference"}) {
     SCOPED_TRACE(library);
-    ScopedGemmLibrary scoped(library);
+    ScopedEnvironment scoped("KILN_GEMM", library);
     std::string error;
     if (!kiln::cpu::getGemmLibrary(library, error))
       continue; // not built in
@@ -332,7 +335,7 @@ TEST(RuntimeExecutor, GemmMatchesNaiveLoop) {
 /// The bytes of a tiled GEMM's C with `threads` threads and `library`.
 std::vector<float> tiledGemmBytes(const std::string &library,
                                   int32_t threads) {
-  ScopedGemmLibrary scoped(library);
+  ScopedEnvironment scoped("KILN_GEMM", library);
   int64_t m = 300, n = 260, k = 517;
   PlanWriter writer;
   uint32_t a = writer.buffer("a", Kind::Input, DType::F32, {m * k});
@@ -381,7 +384,7 @@ TEST(RuntimeExecutor, GemmLibraryNamedByKilnGemm) {
   writer.entry("predict", {a}, {out});
   std::string plan = writer.finish();
   {
-    ScopedGemmLibrary scoped("mkl");
+    ScopedEnvironment scoped("KILN_GEMM", "mkl");
     Loaded loaded;
     EXPECT_EQ(loaded.open(plan), KILN_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(kiln_last_error())
@@ -391,7 +394,7 @@ TEST(RuntimeExecutor, GemmLibraryNamedByKilnGemm) {
         << kiln_last_error();
   }
   for (const std::string &library : kiln::cpu::builtInGemmLibraries()) {
-    ScopedGemmLibrary scoped(library);
+    ScopedEnvironment scoped("KILN_GEMM", library);
     Loaded loaded;
     ASSERT_EQ(loaded.open(plan), KILN_OK) << kiln_last_error();
     kiln_gemm_info info;
