@@ -1,4 +1,5 @@
-//===- ModelEmitter.cpp - Statements of a model to graph IR ----------------===//
+//===- ModelEmitter.cpp - Statements of a model to graph IR
+//----------------===//
 //
 // Part of Kiln. The model body: dims, inputs, parameters, assignments,
 // unrolled loops, the loss and the outputs, gathered into `@forward`.
@@ -10,6 +11,7 @@
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Frontend/Frontend.h"
 #include "kiln/Frontend/Parser.h"
+#include "kiln/Support/UserFile.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -108,14 +110,14 @@ void ModelEmitter::note(SMLoc loc, const llvm::Twine &message) {
 
 void ModelEmitter::noteOrigin(const EvalValue &value, StringRef role) {
   if (value.origin.isValid())
-    note(value.origin, llvm::formatv("{0} {1} comes from here", role,
-                                     value.describe()));
+    note(value.origin,
+         llvm::formatv("{0} {1} comes from here", role, value.describe()));
 }
 
 Location ModelEmitter::getLoc(SMLoc loc) {
   LineColumn lineColumn = diagnostics.getLineColumn(loc);
-  Location result = FileLineColLoc::get(fileName, lineColumn.line,
-                                        lineColumn.column);
+  Location result =
+      FileLineColLoc::get(fileName, lineColumn.line, lineColumn.column);
   // Innermost call first: callee location, called from the call site.
   for (auto it = frames.rbegin(); it != frames.rend(); ++it)
     result = CallSiteLoc::get(result, it->callSite);
@@ -156,11 +158,13 @@ std::vector<StringRef> ModelEmitter::namesInScope() const {
 OwningOpRef<ModuleOp> ModelEmitter::emit(const ast::Module &parsed) {
   file = &parsed;
   fileName = StringAttr::get(
-      &context, sourceMgr.getMemoryBuffer(parsed.bufferId)->getBufferIdentifier());
+      &context,
+      sourceMgr.getMemoryBuffer(parsed.bufferId)->getBufferIdentifier());
   if (!parsed.model) {
-    (void)error(SMLoc::getFromPointer(
-              sourceMgr.getMemoryBuffer(parsed.bufferId)->getBufferStart()),
-          "the file has no 'model NAME { ... }' block");
+    (void)error(
+        SMLoc::getFromPointer(
+            sourceMgr.getMemoryBuffer(parsed.bufferId)->getBufferStart()),
+        "the file has no 'model NAME { ... }' block");
     return nullptr;
   }
 
@@ -180,7 +184,8 @@ OwningOpRef<ModuleOp> ModelEmitter::emit(const ast::Module &parsed) {
 
   SmallVector<NamedAttribute> dimAttrs;
   for (const auto &[name, value] : dimList)
-    dimAttrs.push_back(builder.getNamedAttr(name, builder.getI64IntegerAttr(value)));
+    dimAttrs.push_back(
+        builder.getNamedAttr(name, builder.getI64IntegerAttr(value)));
   module->getOperation()->setAttr(graph::GraphDialect::kDimsAttr,
                                   builder.getDictionaryAttr(dimAttrs));
   if (batchDim)
@@ -211,8 +216,8 @@ LogicalResult ModelEmitter::emitModel(const ast::ModelDecl &model) {
     return error(model.name.loc,
                  "model '" + model.name.name + "' has no dim '" +
                      dimOverride.name + "' to set" +
-                     didYouMean(dimOverride.name, names) + " (its dims: " +
-                     llvm::join(names, ", ") + ")");
+                     didYouMean(dimOverride.name, names) +
+                     " (its dims: " + llvm::join(names, ", ") + ")");
   }
   return success();
 }
@@ -335,9 +340,9 @@ LogicalResult ModelEmitter::emitDims(const ast::DimStmt &stmt) {
         used = true;
       }
     if (*value <= 0)
-      return error(binding.value->getLoc(),
-                   llvm::formatv("dim '{0}' must be positive, got {1}", name,
-                                 *value));
+      return error(
+          binding.value->getLoc(),
+          llvm::formatv("dim '{0}' must be positive, got {1}", name, *value));
     dims[name] = *value;
     dimList.emplace_back(name, *value);
   }
@@ -377,8 +382,9 @@ ModelEmitter::evaluateType(const ast::TypeExpr &type) {
     if (failed(size))
       return failure();
     if (*size <= 0)
-      return error(dim->getLoc(),
-                   llvm::formatv("dimensions must be positive, got {0}", *size));
+      return error(
+          dim->getLoc(),
+          llvm::formatv("dimensions must be positive, got {0}", *size));
     if (__builtin_mul_overflow(elements, *size, &elements) ||
         elements > (int64_t(1) << 48))
       return error(dim->getLoc(), "the tensor is too large (more than 2^48 "
@@ -413,7 +419,8 @@ LogicalResult ModelEmitter::emitParam(const ast::ParamStmt &stmt) {
     return error(stmt.getType().loc,
                  "parameters must have a floating-point type (f32, f64, f16 "
                  "or bf16)");
-  FailureOr<DictionaryAttr> init = evaluateInit(stmt.getInit());
+  FailureOr<DictionaryAttr> init =
+      evaluateInit(stmt.getInit(), cast<FloatType>(type->getElementType()));
   if (failed(init))
     return failure();
 
@@ -422,18 +429,19 @@ LogicalResult ModelEmitter::emitParam(const ast::ParamStmt &stmt) {
       localName.str();
   auto [it, inserted] = paramNames.try_emplace(name, stmt.getName().loc);
   if (!inserted) {
-    (void)error(stmt.getName().loc, "parameter '" + name + "' is declared twice");
+    (void)error(stmt.getName().loc,
+                "parameter '" + name + "' is declared twice");
     note(it->second, "first declared here");
     return failure();
   }
-  Value argument = addForwardArgument(*type, stmt.getName().loc,
-                                      graph::GraphDialect::kParamAttr, name,
-                                      *init);
+  Value argument = addForwardArgument(
+      *type, stmt.getName().loc, graph::GraphDialect::kParamAttr, name, *init);
   scopes.back()[localName] = EvalValue::ofTensor(argument, stmt.getName().loc);
   return success();
 }
 
-FailureOr<DictionaryAttr> ModelEmitter::evaluateInit(const ast::Expr &init) {
+FailureOr<DictionaryAttr> ModelEmitter::evaluateInit(const ast::Expr &init,
+                                                     FloatType type) {
   static const StringRef kinds[] = {"zeros", "ones", "constant", "normal",
                                     "uniform"};
   StringRef kind;
@@ -444,15 +452,18 @@ FailureOr<DictionaryAttr> ModelEmitter::evaluateInit(const ast::Expr &init) {
     kind = call->getCallee();
     if (!call->getKeywords().empty())
       return error(call->getKeywords().front().nameLoc,
-                   "initializer arguments are positional: " + kind +
-                       "(...)");
+                   "initializer arguments are positional: " + kind + "(...)");
     for (const ast::ExprPtr &arg : call->getArgs()) {
       FailureOr<EvalValue> value = evaluate(*arg);
       if (failed(value))
         return failure();
       if (!value->isNumber())
         return error(arg->getLoc(), "initializer arguments must be numbers, "
-                                    "got " + value->describe());
+                                    "got " +
+                                        value->describe());
+      if (std::optional<std::string> problem =
+              describeMisfit(value->asDouble(), type))
+        return error(arg->getLoc(), *problem);
       args.push_back(value->asDouble());
     }
   } else {
@@ -464,15 +475,16 @@ FailureOr<DictionaryAttr> ModelEmitter::evaluateInit(const ast::Expr &init) {
   auto expectArgs = [&](size_t count, StringRef usage) -> LogicalResult {
     if (args.size() == count)
       return success();
-    return error(init.getLoc(), llvm::formatv("'{0}' takes {1} argument{2}: "
-                                              "{3}",
-                                              kind, count, count == 1 ? "" : "s",
-                                              usage));
+    return error(init.getLoc(),
+                 llvm::formatv("'{0}' takes {1} argument{2}: "
+                               "{3}",
+                               kind, count, count == 1 ? "" : "s", usage));
   };
   SmallVector<NamedAttribute> fields = {
       builder.getNamedAttr("kind", builder.getStringAttr(kind))};
   auto addField = [&](StringRef field, double value) {
-    fields.push_back(builder.getNamedAttr(field, builder.getF64FloatAttr(value)));
+    fields.push_back(
+        builder.getNamedAttr(field, builder.getF64FloatAttr(value)));
   };
   if (kind == "zeros" || kind == "ones") {
     if (failed(expectArgs(0, kind)))
@@ -510,8 +522,8 @@ LogicalResult ModelEmitter::emitAssign(const ast::AssignStmt &stmt) {
   const auto &targets = stmt.getTargets();
   auto checkTarget = [&](const ast::LocatedName &target) -> LogicalResult {
     if (dims.count(target.name))
-      return error(target.loc, "cannot assign to the dim '" + target.name +
-                                   "'");
+      return error(target.loc,
+                   "cannot assign to the dim '" + target.name + "'");
     return success();
   };
   if (targets.size() == 1) {
@@ -547,8 +559,8 @@ LogicalResult ModelEmitter::emitFor(const ast::ForStmt &stmt, bool inModel) {
     return failure();
   StringRef var = stmt.getVar().name;
   if (dims.count(var))
-    return error(stmt.getVar().loc, "the loop variable '" + var +
-                                        "' hides a dim of that name");
+    return error(stmt.getVar().loc,
+                 "the loop variable '" + var + "' hides a dim of that name");
   for (int64_t i = *begin; i < *end; ++i) {
     scopes.back()[var] = EvalValue::ofInt(i, stmt.getVar().loc);
     if (failed(emitStatements(stmt.getBody(), inModel)))
@@ -574,9 +586,9 @@ LogicalResult ModelEmitter::emitModelReturn(const ast::ReturnStmt &stmt) {
     return failure();
   RankedTensorType type = loss->getTensorType();
   if (type.getRank() != 0 || !isa<FloatType>(type.getElementType())) {
-    (void)error(expr.getLoc(), "the loss must be a floating-point scalar, got " +
-                             loss->describe() +
-                             "; reduce it, e.g. with mean(...)");
+    (void)error(expr.getLoc(),
+                "the loss must be a floating-point scalar, got " +
+                    loss->describe() + "; reduce it, e.g. with mean(...)");
     noteOrigin(*loss, "the loss");
     return failure();
   }
@@ -595,15 +607,16 @@ LogicalResult ModelEmitter::emitOutput(const ast::OutputStmt &stmt) {
   StringRef name = stmt.getName().name;
   for (const Result &result : results)
     if (result.name == name) {
-      (void)error(stmt.getName().loc, "an output is already called '" + name + "'");
+      (void)error(stmt.getName().loc,
+                  "an output is already called '" + name + "'");
       note(result.loc, "the first one is here");
       return failure();
     }
   FailureOr<EvalValue> value = evaluateTensor(stmt.getValue(), "an output");
   if (failed(value))
     return failure();
-  results.push_back({name.str(), value->tensor, /*isLoss=*/false,
-                     stmt.getName().loc});
+  results.push_back(
+      {name.str(), value->tensor, /*isLoss=*/false, stmt.getName().loc});
   scopes.back()[name] = *value;
   return success();
 }
@@ -638,16 +651,13 @@ OwningOpRef<ModuleOp> kiln::frontend::loadModel(llvm::SourceMgr &sourceMgr,
   return module;
 }
 
-OwningOpRef<ModuleOp> kiln::frontend::loadModelFile(StringRef path,
-                                                    llvm::SourceMgr &sourceMgr,
-                                                    MLIRContext &context,
-                                                    llvm::raw_ostream &errs,
-                                                    ArrayRef<DimOverride> dims) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/true);
+OwningOpRef<ModuleOp>
+kiln::frontend::loadModelFile(StringRef path, llvm::SourceMgr &sourceMgr,
+                              MLIRContext &context, llvm::raw_ostream &errs,
+                              ArrayRef<DimOverride> dims) {
+  auto buffer = readUserFile(path);
   if (!buffer) {
-    errs << path << ": error: cannot read the model file: "
-         << buffer.getError().message() << "\n";
+    errs << path << ": error: " << llvm::toString(buffer.takeError()) << "\n";
     return nullptr;
   }
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());

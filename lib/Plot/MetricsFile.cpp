@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Plot/MetricsFile.h"
+#include "kiln/Support/UserFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -192,10 +193,8 @@ Expected<MetricsRun> kiln::plot::parseMetrics(StringRef text, StringRef path) {
 }
 
 Expected<MetricsRun> kiln::plot::readMetricsFile(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, /*IsText=*/true);
+  Expected<std::unique_ptr<MemoryBuffer>> buffer = readUserFile(path);
   if (!buffer)
-    return makeError(path, "cannot read the metrics file: " +
-                               buffer.getError().message());
+    return makeError(path, toString(buffer.takeError()));
   return parseMetrics((*buffer)->getBuffer(), path);
 }

@@ -6,7 +6,7 @@
 
 #include "kiln/DataLoader.h"
 
-#include "kiln/AtomicFile.h"
+#include "kiln/Files.h"
 #include "kiln/Philox.h"
 
 #include <cstring>

@@ -11,11 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Npy.h"
+#include "kiln/Files.h"
 
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -354,15 +354,11 @@ Status parseNpy(const uint8_t *bytes, size_t size, const std::string &name,
 }
 
 Status readNpy(const std::string &path, Array &out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::error(path +
-                         ": cannot open for reading: " + std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  if (file.bad())
-    return Status::error(path + ": read error");
-  return parseNpy(bytes.data(), bytes.size(), path, out);
+  std::string bytes;
+  if (Status status = readWholeFile(path, bytes); !status.isOk())
+    return status;
+  return parseNpy(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
+                  path, out);
 }
 
 Status serializeNpy(const Array &array, std::vector<uint8_t> &out) {
@@ -415,15 +411,7 @@ Status writeNpy(const std::string &path, const Array &array) {
   Status status = serializeNpy(array, bytes);
   if (!status)
     return Status::error(path + ": " + status.message());
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file)
-    return Status::error(path +
-                         ": cannot open for writing: " + std::strerror(errno));
-  file.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  file.close();
-  if (!file)
-    return Status::error(path + ": write error");
-  return Status::ok();
+  return writeFileAtomically(path, bytes.data(), bytes.size());
 }
 
 } // namespace npy

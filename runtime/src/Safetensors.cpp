@@ -7,7 +7,7 @@
 #include "kiln/Safetensors.h"
 
 #include "SafetensorsJson.h"
-#include "kiln/AtomicFile.h"
+#include "kiln/Files.h"
 
 #include <algorithm>
 #include <cstring>

@@ -6,13 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FileSizeLimit.h"
 #include "RuntimeTestUtil.h"
 
-#include "kiln/AtomicFile.h"
+#include "kiln/Files.h"
 #include "kiln/Philox.h"
 #include "kiln/Safetensors.h"
 
 #include <cstring>
+#include <filesystem>
 #include <sys/stat.h>
 
 using namespace kiln;
@@ -288,18 +290,24 @@ TEST(RuntimeSession, FailedSaveLeavesThePreviousCheckpoint) {
       << kiln_last_error();
   std::string before = readAll(path);
 
-  // Block the temporary file the save writes first: the save must fail
-  // before it touches the existing checkpoint.
+  // Make the write fail part way, as a full disk would: the save must fail
+  // without touching the existing checkpoint, and leave no temporary.
   ASSERT_EQ(kiln_session_initialize(loaded.session, 2), KILN_OK);
-  std::string temporary = atomicTemporaryPath(path);
-  ASSERT_EQ(::mkdir(temporary.c_str(), 0700), 0);
-  EXPECT_EQ(kiln_session_save_checkpoint(loaded.session, path.c_str(), "b"),
-            KILN_ERROR_IO);
+  kiln_status status;
+  {
+    kiln::testing::FileSizeLimit limit(64);
+    status = kiln_session_save_checkpoint(loaded.session, path.c_str(), "b");
+  }
+  EXPECT_EQ(status, KILN_ERROR_IO);
   std::string message = kiln_last_error();
   EXPECT_NE(message.find("kiln_session_save_checkpoint"), std::string::npos);
   EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
   EXPECT_EQ(readAll(path), before);
-  ::rmdir(temporary.c_str());
+  for (const auto &entry :
+       std::filesystem::directory_iterator(loaded.dir.path()))
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos)
+        << entry.path();
 
   // A save that succeeds replaces it.
   ASSERT_EQ(kiln_session_save_checkpoint(loaded.session, path.c_str(), "b"),

@@ -9,16 +9,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Safetensors.h"
-#include "kiln/AtomicFile.h"
+#include "kiln/Files.h"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace kiln;
@@ -401,22 +404,71 @@ TEST_F(SafetensorsFileTest, WriteThenReadAndReplace) {
       << "a temporary file was left behind";
 }
 
-TEST_F(SafetensorsFileTest, FailedSaveLeavesTheOldCheckpointIntact) {
-  const std::string file = path("ckpt.safetensors");
-  ASSERT_TRUE(writeSafetensors(file, sampleFile()));
-  const std::vector<uint8_t> before = readBytes(file);
-
-  // The temporary cannot be created: a directory sits in its place.
-  std::filesystem::create_directory(atomicTemporaryPath(file));
+TEST_F(SafetensorsFileTest, OnlyRegularFilesAreReplaced) {
   TensorFile other;
   const float value = 1.0f;
   ASSERT_TRUE(other.add("x", DType::F32, {1}, &value, sizeof(value)));
-  Status status = writeSafetensors(file, other);
-  ASSERT_FALSE(status);
-  EXPECT_NE(status.message().find(atomicTemporaryPath(file)), std::string::npos)
-      << status.message();
-  EXPECT_EQ(readBytes(file), before);
-  std::filesystem::remove(atomicTemporaryPath(file));
+  // A symbolic link (to a file that stays as it is), a directory, a FIFO.
+  const std::string target = path("target.safetensors");
+  ASSERT_TRUE(writeSafetensors(target, sampleFile()));
+  const std::vector<uint8_t> before = readBytes(target);
+  const std::string link = path("link.safetensors");
+  std::filesystem::create_symlink(target, link);
+  const std::string directory = path("dir.safetensors");
+  std::filesystem::create_directory(directory);
+  const std::string fifo = path("fifo.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (auto [where, what] : {std::make_pair(link, "a symbolic link"),
+                             std::make_pair(directory, "a directory"),
+                             std::make_pair(fifo, "a FIFO")}) {
+    Status status = writeSafetensors(where, other);
+    ASSERT_FALSE(status) << where;
+    EXPECT_NE(status.message().find(std::string("refusing to replace '") +
+                                    where + "': it is " + what),
+              std::string::npos)
+        << status.message();
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_TRUE(std::filesystem::is_directory(directory));
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_EQ(readBytes(target), before);
+  EXPECT_FALSE(writeSafetensors("", other));
+}
+
+TEST_F(SafetensorsFileTest, StaleTemporariesGoAtTheNextSaveLockedOnesStay) {
+  const std::string file = path("ckpt.safetensors");
+  // What a writer killed mid-save leaves: a temporary nobody locks (also in
+  // the old PATH.tmp.<pid> form).
+  const std::string stale = temporaryPrefix(file) + "Ab12Cd";
+  const std::string oldStyle = temporaryPrefix(file) + "12345";
+  writeBytes(stale, {1, 2, 3});
+  writeBytes(oldStyle, {4});
+  // A writer still at work holds the lock on its temporary.
+  const std::string live = temporaryPrefix(file) + "Live00";
+  writeBytes(live, {5});
+  int liveFd = ::open(live.c_str(), O_RDONLY);
+  ASSERT_GE(liveFd, 0);
+  ASSERT_EQ(::flock(liveFd, LOCK_EX), 0);
+  // Someone else's file with a similar name is not ours.
+  writeBytes(path("other.safetensors.tmp.Ab12Cd"), {6});
+
+  ASSERT_TRUE(writeSafetensors(file, sampleFile()));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_FALSE(std::filesystem::exists(oldStyle));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(path("other.safetensors.tmp.Ab12Cd")));
+  ::close(liveFd); // The writer is gone now: the next save removes it.
+  ASSERT_TRUE(writeSafetensors(file, sampleFile()));
+  EXPECT_FALSE(std::filesystem::exists(live));
+}
+
+TEST_F(SafetensorsFileTest, FailedSaveLeavesTheOldCheckpointIntact) {
+  const std::string file = path("ckpt.safetensors");
+  ASSERT_TRUE(writeSafetensors(file, sampleFile()));
+  TensorFile other;
+  const float value = 1.0f;
+  ASSERT_TRUE(other.add("x", DType::F32, {1}, &value, sizeof(value)));
+  Status status = Status::ok();
 
   // The directory does not exist.
   status = writeSafetensors(path("missing/ckpt.safetensors"), other);

@@ -21,7 +21,7 @@
 // tensors that neither overlap nor leave gaps (the buffer must be exactly
 // covered, as the reference implementation requires) -- and reports the
 // first problem as a Status naming the file; it never crashes on bad input.
-// Writing goes through writeFileAtomically (kiln/AtomicFile.h): an
+// Writing goes through writeFileAtomically (kiln/Files.h): an
 // interrupted save never damages the file it replaces.
 //
 //===----------------------------------------------------------------------===//
@@ -112,7 +112,7 @@ Status readSafetensors(const std::string &path, TensorFile &out);
 /// Fails on a tensor whose data size does not match its dtype and shape, a
 /// repeated name, or a name or metadata string that is not UTF-8.
 Status serializeSafetensors(const TensorFile &file, std::vector<uint8_t> &out);
-/// Writes `file` to `path` atomically (kiln/AtomicFile.h).
+/// Writes `file` to `path` atomically (kiln/Files.h).
 Status writeSafetensors(const std::string &path, const TensorFile &file);
 
 } // namespace safetensors
