@@ -38,6 +38,21 @@ except OSError:
     flags = []
 if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
     config.available_features.add("cpu-avx512")
+# Full-disk tests mount a small tmpfs (root, and a kernel that allows it).
+def can_mount_tmpfs():
+    import subprocess
+    import tempfile
+    if os.geteuid() != 0:
+        return False
+    with tempfile.TemporaryDirectory() as directory:
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", directory],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+        if mounted:
+            subprocess.run(["umount", directory])
+        return mounted
+if can_mount_tmpfs():
+    config.available_features.add("tmpfs-mount")
 # Tests choose the GEMM library themselves; a KILN_GEMM or a capped oneDNN
 # ISA in the caller's environment must not change what they see.
 for variable in ("KILN_GEMM", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):

@@ -1,14 +1,19 @@
-//===- Artifact.cpp - Writing OUT.kiln.d -----------------------------------===//
+//===- Artifact.cpp - Writing OUT.kiln.d
+//-----------------------------------===//
 //
 // Part of Kiln. Writes plan.kpl, kernels.so and model.h into one directory.
-// A file whose writing fails is removed rather than left half-written.
+// The directory appears whole or not at all, and the plan records a hash
+// of the kernels it goes with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Files.h"
+#include "kiln/KernelSignatures.h"
 
 #include "mlir/Support/Timing.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -23,57 +28,86 @@ writeFile(ModuleOp module, StringRef path,
   std::error_code error;
   llvm::ToolOutputFile file(path, error, llvm::sys::fs::OF_None);
   if (error)
-    return module.emitError() << "cannot write " << path << ": "
-                              << error.message();
+    return mlir::emitError(UnknownLoc::get(module.getContext()))
+           << "cannot write " << path << ": " << error.message();
   contents(file.os());
   file.os().flush();
-  if (file.os().has_error())
-    return module.emitError() << "cannot write " << path;
+  if (std::error_code writeError = file.os().error()) {
+    file.os().clear_error(); // Reported here; it must not abort later.
+    return mlir::emitError(UnknownLoc::get(module.getContext()))
+           << "cannot write " << path << ": " << writeError.message();
+  }
   file.keep();
   return success();
 }
 
+/// Whether `directory` may be replaced by a new artifact: it holds nothing
+/// but the files an artifact is made of.
+static bool holdsOnlyArtifactFiles(const std::string &directory) {
+  static const llvm::StringRef kArtifactFiles[] = {"plan.kpl", "kernels.so",
+                                                   "model.h", "kernels.so.tmp"};
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(directory, error), end;
+       it != end && !error; it.increment(error))
+    if (!llvm::is_contained(kArtifactFiles,
+                            llvm::sys::path::filename(it->path())))
+      return false;
+  return !error;
+}
+
 LogicalResult kiln::writeArtifact(ModuleOp module, StringRef directory,
                                   const ArtifactOptions &options) {
-  if (std::error_code error = llvm::sys::fs::create_directories(directory))
-    return module.emitError() << "cannot create " << directory << ": "
-                              << error.message();
+  // Everything goes into a locked temporary directory beside DIRECTORY,
+  // put in place whole at the end (kiln/Files.h): an interrupted or failed
+  // compile leaves the old artifact, or none, never a mix of both.
+  // Errors about files are not about a model line.
+  auto fileError = [&](const Status &status) {
+    return mlir::emitError(UnknownLoc::get(module.getContext()))
+           << status.message();
+  };
+  TemporaryDirectory temporary;
+  if (Status status = temporary.create(directory.str()); !status.isOk())
+    return fileError(status);
   auto pathOf = [&](StringRef name) {
-    llvm::SmallString<256> path(directory);
+    llvm::SmallString<256> path(temporary.path());
     llvm::sys::path::append(path, name);
     return std::string(path);
   };
 
   TimingScope none;
   TimingScope &timing = options.timing ? *options.timing : none;
+  // The kernels first: the plan records their hash.
+  std::string kernelsPath = pathOf("kernels.so");
+  if (failed(
+          buildKernelsSharedObject(module, kernelsPath, options.host, &timing)))
+    return failure();
+  std::string kernels;
+  if (Status status = readWholeFile(kernelsPath, kernels); !status.isOk())
+    return fileError(status);
+  if (options.onStageDone)
+    options.onStageDone("code generation (kernels.so)");
+  ArtifactOptions planOptions = options;
+  planOptions.kernelsHash = hashBytes(kernels.data(), kernels.size());
+
   FailureOr<std::vector<uint8_t>> plan;
   {
     TimingScope planning = timing.nest("plan.kpl");
-    plan = serializePlan(module, options);
+    plan = serializePlan(module, planOptions);
   }
   if (failed(plan))
     return failure();
-
-  std::string kernelsPath = pathOf("kernels.so");
-  std::string temporaryKernels = kernelsPath + ".tmp";
-  if (failed(buildKernelsSharedObject(module, temporaryKernels, options.host,
-                                      &timing)))
-    return failure();
-  if (std::error_code error =
-          llvm::sys::fs::rename(temporaryKernels, kernelsPath))
-    return module.emitError() << "cannot write " << kernelsPath << ": "
-                              << error.message();
-
-  if (failed(writeFile(module, pathOf("plan.kpl"),
-                       [&](llvm::raw_ostream &os) {
-                         os.write(reinterpret_cast<const char *>(plan->data()),
-                                  plan->size());
-                       })))
+  if (failed(writeFile(module, pathOf("plan.kpl"), [&](llvm::raw_ostream &os) {
+        os.write(reinterpret_cast<const char *>(plan->data()), plan->size());
+      })))
     return failure();
   LogicalResult header = success();
   if (failed(writeFile(module, pathOf("model.h"), [&](llvm::raw_ostream &os) {
         header = writeModelHeader(module, os);
       })))
     return failure();
-  return header;
+  if (failed(header))
+    return failure();
+  if (Status status = temporary.commit(holdsOnlyArtifactFiles); !status.isOk())
+    return fileError(status);
+  return success();
 }

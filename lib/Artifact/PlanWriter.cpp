@@ -1,4 +1,5 @@
-//===- PlanWriter.cpp - The kernel module as plan.kpl ----------------------===//
+//===- PlanWriter.cpp - The kernel module as plan.kpl
+//----------------------===//
 //
 // Part of Kiln. Serializes a kernel-dialect module into the FlatBuffers plan
 // the runtime executes (runtime/schema/plan.fbs): one plan buffer per entry
@@ -24,7 +25,7 @@ using namespace kiln;
 namespace fb = flatbuffers;
 
 /// The plan's version of the schema this writer produces.
-static constexpr uint32_t kPlanSchemaVersion = 1;
+static constexpr uint32_t kPlanSchemaVersion = 2;
 
 /// The plan's name for an element type, or nullopt.
 static std::optional<plan::DType> getPlanDType(Type type) {
@@ -168,17 +169,22 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *at, StringRef name,
         number("low"), number("high"), number("value"));
   }
   fb::Offset<fb::Vector<uint8_t>> dataOffset;
+  bool splat = false;
   if (data) {
     auto dense = dyn_cast<DenseElementsAttr>(data);
     if (!dense)
       return at->emitError() << "constants must be dense elements";
-    int64_t bytes = kernel::getBufferSizeInBytes(type);
-    std::vector<uint8_t> raw(bytes);
-    ArrayRef<char> source = dense.getRawData();
-    int64_t elementBytes = bytes / std::max<int64_t>(type.getNumElements(), 1);
     if (type.getElementType().isInteger(1))
       return at->emitError() << "i1 constants are not supported in plans";
-    for (int64_t i = 0, e = type.getNumElements(); i < e; ++i)
+    // A splat keeps one element: the plan grows with the op count, never
+    // with the constant's size.
+    splat = dense.isSplat() && type.getNumElements() > 1;
+    int64_t bytes = kernel::getBufferSizeInBytes(type);
+    int64_t elementBytes = bytes / std::max<int64_t>(type.getNumElements(), 1);
+    int64_t stored = splat ? elementBytes : bytes;
+    std::vector<uint8_t> raw(stored);
+    ArrayRef<char> source = dense.getRawData();
+    for (int64_t i = 0; i * elementBytes < stored; ++i)
       std::memcpy(raw.data() + i * elementBytes,
                   source.data() + (dense.isSplat() ? 0 : i * elementBytes),
                   elementBytes);
@@ -196,6 +202,8 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *at, StringRef name,
     buffer.add_init(initOffset);
   if (data)
     buffer.add_data(dataOffset);
+  if (splat)
+    buffer.add_splat(true);
   buffers.push_back(buffer.Finish());
   return id;
 }
@@ -205,14 +213,13 @@ FailureOr<uint32_t> PlanBuilder::addEntryArgument(kernel::EntryOp entry,
   StringRef name = entry.getBufferName(index);
   plan::BufferKind kind = getPlanKind(entry.getBufferKind(index));
   auto type = cast<MemRefType>(entry.getArgument(index).getType());
-  std::string key =
-      (plan::EnumNameBufferKind(kind) + Twine("/") + name).str();
+  std::string key = (plan::EnumNameBufferKind(kind) + Twine("/") + name).str();
   auto it = namedBuffers.find(key);
   if (it != namedBuffers.end()) {
     if (it->second.second != type)
-      return entry.emitError() << "buffer '" << name << "' has type " << type
-                               << " here but " << it->second.second
-                               << " in another entry";
+      return entry.emitError()
+             << "buffer '" << name << "' has type " << type << " here but "
+             << it->second.second << " in another entry";
     return it->second.first;
   }
   auto init = entry.getArgAttrOfType<DictionaryAttr>(
@@ -253,27 +260,27 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
         return failure();
       ids.push_back(*bufferId);
     }
-    call = plan::CreateKernelCall(
-               fbb, fbb.CreateString(kernelFunc.getExportedSymbol()),
-               fbb.CreateVector(ids), kernelFunc.getRange(),
-               kernelFunc.getGrain())
-               .Union();
+    call =
+        plan::CreateKernelCall(
+            fbb, fbb.CreateString(kernelFunc.getExportedSymbol()),
+            fbb.CreateVector(ids), kernelFunc.getRange(), kernelFunc.getGrain())
+            .Union();
     callType = plan::Call::KernelCall;
   } else if (auto gemm = dyn_cast<kernel::GemmOp>(op)) {
     FailureOr<uint32_t> a = id(gemm.getA()), b = id(gemm.getB()),
                         c = id(gemm.getC());
     if (failed(a) || failed(b) || failed(c))
       return failure();
-    call = plan::CreateGemmCall(
-               fbb, *a, *b, *c, gemm.getM(), gemm.getN(), gemm.getK(),
-               gemm.getBatch(), gemm.getTransposeA(), gemm.getTransposeB(),
-               gemm.getLda(), gemm.getLdb(), gemm.getLdc(), gemm.getStrideA(),
-               gemm.getStrideB(), gemm.getStrideC(),
-               gemm.getAlpha().convertToDouble(),
-               gemm.getBeta().convertToDouble(),
-               *getPlanDType(gemm.getC().getType().getElementType()),
-               gemm.getTileM(), gemm.getTileN())
-               .Union();
+    call =
+        plan::CreateGemmCall(
+            fbb, *a, *b, *c, gemm.getM(), gemm.getN(), gemm.getK(),
+            gemm.getBatch(), gemm.getTransposeA(), gemm.getTransposeB(),
+            gemm.getLda(), gemm.getLdb(), gemm.getLdc(), gemm.getStrideA(),
+            gemm.getStrideB(), gemm.getStrideC(),
+            gemm.getAlpha().convertToDouble(), gemm.getBeta().convertToDouble(),
+            *getPlanDType(gemm.getC().getType().getElementType()),
+            gemm.getTileM(), gemm.getTileN())
+            .Union();
     callType = plan::Call::GemmCall;
   } else if (auto copy = dyn_cast<kernel::CopyOp>(op)) {
     FailureOr<uint32_t> from = id(copy.getSource()),
@@ -337,10 +344,10 @@ PlanBuilder::buildEntry(kernel::EntryOp entry) {
         return failure();
       bufferIds[view.getResult()] = *source;
     } else if (auto constant = dyn_cast<kernel::ConstantOp>(op)) {
-      FailureOr<uint32_t> bufferId = addBuffer(
-          constant, "c" + std::to_string(constants++),
-          plan::BufferKind::Constant, constant.getType(), -1, nullptr,
-          constant.getValue());
+      FailureOr<uint32_t> bufferId =
+          addBuffer(constant, "c" + std::to_string(constants++),
+                    plan::BufferKind::Constant, constant.getType(), -1, nullptr,
+                    constant.getValue());
       if (failed(bufferId))
         return failure();
       bufferIds[constant.getResult()] = *bufferId;
@@ -364,8 +371,7 @@ FailureOr<std::vector<uint8_t>> PlanBuilder::build() {
       return failure();
     entries.push_back(*built);
   }
-  auto arenaBytes =
-      module->getAttrOfType<IntegerAttr>(kernel::kArenaBytesAttr);
+  auto arenaBytes = module->getAttrOfType<IntegerAttr>(kernel::kArenaBytesAttr);
   auto model = module->getAttrOfType<StringAttr>("graph.model");
   std::string trainConfig = "{}";
   if (Attribute train = module->getAttr("graph.train")) {
@@ -375,10 +381,10 @@ FailureOr<std::vector<uint8_t>> PlanBuilder::build() {
   }
   auto planOffset = plan::CreatePlan(
       fbb, kPlanSchemaVersion, fbb.CreateString(options.compilerVersion),
-      fbb.CreateString(model ? model.str() : "model"),
-      fbb.CreateString("cpu"), fbb.CreateString("kernels.so"),
-      fbb.CreateVector(buffers), fbb.CreateVector(entries),
-      arenaBytes ? arenaBytes.getInt() : 0, fbb.CreateString(trainConfig));
+      fbb.CreateString(model ? model.str() : "model"), fbb.CreateString("cpu"),
+      fbb.CreateString("kernels.so"), fbb.CreateVector(buffers),
+      fbb.CreateVector(entries), arenaBytes ? arenaBytes.getInt() : 0,
+      fbb.CreateString(trainConfig), options.kernelsHash);
   plan::FinishPlanBuffer(fbb, planOffset);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());

@@ -101,10 +101,11 @@ public:
   /// The finished plan's bytes.
   std::string finish(uint32_t schemaVersion = KILN_PLAN_SCHEMA_VERSION,
                      const char *target = "cpu",
-                     const char *kernelsFile = "kernels.so") {
-    auto root = plan::CreatePlanDirect(fbb, schemaVersion, "kiln test",
-                                       "test_model", target, kernelsFile,
-                                       &buffers, &entries, arenaBytes, "{}");
+                     const char *kernelsFile = "kernels.so",
+                     uint64_t kernelsHash = 0) {
+    auto root = plan::CreatePlanDirect(
+        fbb, schemaVersion, "kiln test", "test_model", target, kernelsFile,
+        &buffers, &entries, arenaBytes, "{}", kernelsHash);
     plan::FinishPlanBuffer(fbb, root);
     return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                        fbb.GetSize());

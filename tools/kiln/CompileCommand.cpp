@@ -1,4 +1,5 @@
-//===- CompileCommand.cpp - kiln compile -----------------------------------===//
+//===- CompileCommand.cpp - kiln compile
+//-----------------------------------===//
 //
 // Part of Kiln. Compiles a model into an artifact directory
 // (`--target=cpu -o OUT.kiln.d`), or stops at a stage and prints it
@@ -18,6 +19,7 @@
 #include "kiln/ByteSize.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Pipelines/CompileProgress.h"
 #include "kiln/Pipelines/CompileStats.h"
 #include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Pipelines/MemoryTimelineData.h"
@@ -48,7 +50,8 @@ enum class CompileTarget { CPU };
 
 static cl::opt<std::string> compileModel(cl::Positional, cl::Required,
                                          cl::desc("MODEL.kiln"),
-                                         cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+                                         cl::sub(kiln::cli::compileCommand),
+                                         cl::cat(kiln::cli::optionCategory));
 static cl::opt<EmitStage> emitStage(
     "emit", cl::desc("The stage to print"), cl::init(EmitStage::Graph),
     cl::values(clEnumValN(EmitStage::Graph, "graph",
@@ -70,9 +73,9 @@ static cl::opt<std::string> hostCpu(
     cl::init("x86-64-v2"), cl::sub(kiln::cli::compileCommand),
     cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> compileOutput("o", cl::desc("Output file"),
-                                          cl::value_desc("FILE"),
-                                          cl::init("-"),
-                                          cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+                                          cl::value_desc("FILE"), cl::init("-"),
+                                          cl::sub(kiln::cli::compileCommand),
+                                          cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> compileTrain(
     "train",
     cl::desc("Also compile the training entry points (train_step, or "
@@ -89,6 +92,12 @@ static cl::opt<bool> printStats(
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 // Accepted so that scripts can ask for the comparison already; the passes
 // they switch off do not exist yet.
+static cl::opt<double> progressAfter(
+    "progress-after",
+    cl::desc("Print a line per finished stage once the compile has run this "
+             "many seconds"),
+    cl::value_desc("SECONDS"), cl::init(5.0), cl::Hidden,
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> printTiming(
     "timing",
     cl::desc("Print where the compile's time goes: loading the model, each "
@@ -121,20 +130,22 @@ static cl::opt<std::string> memoryTimeline(
              "train block)"),
     cl::value_desc("FILE.svg"), cl::sub(kiln::cli::compileCommand),
     cl::cat(kiln::cli::optionCategory));
-static cl::opt<bool> fitBatch(
-    "fit-batch",
-    cl::desc("Find the largest batch whose training step fits "
-             "--memory-budget; print it as JSON"),
-    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool>
+    fitBatch("fit-batch",
+             cl::desc("Find the largest batch whose training step fits "
+                      "--memory-budget; print it as JSON"),
+             cl::sub(kiln::cli::compileCommand),
+             cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> batchDimName(
     "batch-dim",
     cl::desc("The dim --fit-batch searches (default: the model's batch dim)"),
     cl::value_desc("NAME"), cl::sub(kiln::cli::compileCommand),
     cl::cat(kiln::cli::optionCategory));
-static cl::list<std::string> dimValues(
-    "dim", cl::desc("Set a dim of the model: --dim B=64 (repeatable)"),
-    cl::value_desc("NAME=N"), cl::sub(kiln::cli::compileCommand),
-    cl::cat(kiln::cli::optionCategory));
+static cl::list<std::string>
+    dimValues("dim",
+              cl::desc("Set a dim of the model: --dim B=64 (repeatable)"),
+              cl::value_desc("NAME=N"), cl::sub(kiln::cli::compileCommand),
+              cl::cat(kiln::cli::optionCategory));
 
 /// The --dim values; nullopt after an error.
 static std::optional<std::vector<kiln::frontend::DimOverride>> parseDims() {
@@ -209,13 +220,14 @@ int kiln::cli::runCompile() {
   }
   // --timing times the compile of a stage or an artifact; these compile
   // the training step their own way, outside its report.
-  if (printTiming && (fitBatch || printStats ||
-                      memoryTimeline.getNumOccurrences())) {
+  if (printTiming &&
+      (fitBatch || printStats || memoryTimeline.getNumOccurrences())) {
     WithColor::error(errs(), "kiln")
         << "--timing times a compile with --emit or --target; it does not "
            "time "
-        << (fitBatch ? "--fit-batch" : printStats ? "--stats"
-                                                  : "--memory-timeline")
+        << (fitBatch     ? "--fit-batch"
+            : printStats ? "--stats"
+                         : "--memory-timeline")
         << "\n";
     return 1;
   }
@@ -281,6 +293,9 @@ int kiln::cli::runCompile() {
     return 0;
   }
 
+  // Errors from here on point into the model file, with its lines.
+  mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                           model->context.get());
   // Without --emit, --target writes the artifact; with neither, the graph
   // is printed as before.
   bool writesArtifact =
@@ -296,17 +311,18 @@ int kiln::cli::runCompile() {
     mlir::TimingScope building = timing.nest("build the training step");
     mlir::FailureOr<kiln::graph::TrainSettings> settings =
         kiln::graph::TrainSettings::fromModule(*model->module);
-    if (mlir::failed(settings) ||
-        mlir::failed(
-            kiln::graph::buildTrainFunctions(*model->module, *settings)))
+    if (mlir::failed(settings) || mlir::failed(kiln::graph::buildTrainFunctions(
+                                      *model->module, *settings)))
       return 1;
   }
   kiln::HostTargetOptions host;
   host.cpu = hostCpu;
+  kiln::CompileProgress progress(errs(), progressAfter);
   if (writesArtifact || emitStage != EmitStage::Graph) {
     mlir::PassManager pm(model->context.get());
     mlir::TimingScope passes = timing.nest("passes");
     pm.enableTiming(passes);
+    pm.addInstrumentation(progress.instrumentation());
     kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
     if (mlir::failed(pm.run(*model->module)))
       return 1;
@@ -316,6 +332,7 @@ int kiln::cli::runCompile() {
     kiln::ArtifactOptions options;
     options.host = host;
     options.timing = &writing;
+    options.onStageDone = [&](StringRef stage) { progress.finished(stage); };
     return mlir::failed(
         kiln::writeArtifact(*model->module, compileOutput, options));
   }
@@ -324,8 +341,8 @@ int kiln::cli::runCompile() {
   auto output = std::make_unique<ToolOutputFile>(compileOutput, error,
                                                  sys::fs::OF_TextWithCRLF);
   if (error) {
-    WithColor::error(errs(), "kiln")
-        << "cannot write '" << compileOutput << "': " << error.message() << "\n";
+    WithColor::error(errs(), "kiln") << "cannot write '" << compileOutput
+                                     << "': " << error.message() << "\n";
     return 1;
   }
   if (emitStage == EmitStage::LLVM) {

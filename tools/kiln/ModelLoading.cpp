@@ -1,4 +1,5 @@
-//===- ModelLoading.cpp - Shared model loading for the CLI -----------------===//
+//===- ModelLoading.cpp - Shared model loading for the CLI
+//-----------------===//
 //
 // Part of Kiln.
 //
@@ -8,6 +9,7 @@
 
 #include "kiln/Frontend/Frontend.h"
 #include "kiln/InitKiln.h"
+#include "kiln/Support/UserFile.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Verifier.h"
@@ -37,17 +39,16 @@ kiln::cli::loadModelForCLI(llvm::StringRef path,
   }
   if (!dims.empty()) {
     llvm::WithColor::error(llvm::errs(), "kiln")
-        << "dims can be set only in a .kiln model, not in graph IR ('"
-        << path << "')\n";
+        << "dims can be set only in a .kiln model, not in graph IR ('" << path
+        << "')\n";
     return loaded;
   }
 
   // Graph IR written by hand or by `kiln compile --emit=graph`.
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  auto buffer = readUserFile(path);
   if (!buffer) {
     llvm::WithColor::error(llvm::errs(), "kiln")
-        << "cannot read '" << path << "': " << buffer.getError().message()
-        << "\n";
+        << llvm::toString(buffer.takeError()) << "\n";
     return loaded;
   }
   loaded->sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());

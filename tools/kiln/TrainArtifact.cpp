@@ -1,4 +1,5 @@
-//===- TrainArtifact.cpp - Compiling a model for training, cached ----------===//
+//===- TrainArtifact.cpp - Compiling a model for training, cached
+//----------===//
 //
 // Part of Kiln.
 //
@@ -8,24 +9,29 @@
 #include "ModelLoading.h"
 
 #include "kiln/Artifact/Artifact.h"
-#include "kiln/Target/Host/HostTarget.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Pipelines/CompileProgress.h"
 #include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Support/UserFile.h"
+#include "kiln/Target/Host/HostTarget.h"
+#include "kiln/runtime.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/xxhash.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace llvm;
 using namespace kiln;
@@ -42,9 +48,8 @@ static std::string getCompilerIdentity() {
     std::string path = sys::fs::getMainExecutable(nullptr, nullptr);
     auto binary = MemoryBuffer::getFile(path, /*IsText=*/false,
                                         /*RequiresNullTerminator=*/false);
-    uint64_t hash = binary ? xxh3_64bits(arrayRefFromStringRef(
-                                 (*binary)->getBuffer()))
-                           : 0;
+    uint64_t hash =
+        binary ? xxh3_64bits(arrayRefFromStringRef((*binary)->getBuffer())) : 0;
     return formatv("{0} (LLVM {1}, build {2:x-16})", kCompilerVersion,
                    LLVM_VERSION_STRING, hash)
         .str();
@@ -148,10 +153,9 @@ kiln::cli::compileForTraining(StringRef modelPath,
                        : options.memoryBudget.value_or(settings->memory);
 
   // The key: the model text, the overrides, the device, the compiler.
-  auto buffer = MemoryBuffer::getFile(modelPath);
+  auto buffer = readUserFile(modelPath);
   if (!buffer)
-    return createStringError("cannot read '" + modelPath +
-                             "': " + buffer.getError().message());
+    return buffer.takeError();
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
               "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n",
@@ -166,16 +170,26 @@ kiln::cli::compileForTraining(StringRef modelPath,
                                    key + ".kiln.d");
   artifact.directory = std::string(directory);
 
-  SmallString<256> plan(directory);
-  sys::path::append(plan, "plan.kpl");
-  if (sys::fs::exists(plan)) {
-    artifact.fromCache = true;
-    return artifact;
+  // A cache entry is used only if it opens (the plan verifies, kernels.so
+  // matches its hash and signatures); anything else is a miss, replaced.
+  std::string cacheDirectory = getCacheDirectory();
+  removeStaleTemporariesIn(cacheDirectory);
+  if (sys::fs::is_directory(directory)) {
+    kiln_artifact *cached = nullptr;
+    if (kiln_artifact_open(artifact.directory.c_str(), &cached) == KILN_OK) {
+      kiln_artifact_close(cached);
+      artifact.fromCache = true;
+      return artifact;
+    }
+    artifact.cacheProblem = kiln_last_error();
+    // Not dropped by --quiet: a damaged cache entry is news.
+    WithColor::warning(errs(), "kiln")
+        << "the cached artifact is invalid; compiling it again: "
+        << artifact.cacheProblem << "\n";
   }
 
-  // Compile: training entries, kernels, then the artifact, written into a
-  // temporary directory renamed into place so that an interrupted compile
-  // never leaves a half-written artifact in the cache.
+  // Compile: training entries, kernels, then the artifact, which
+  // writeArtifact puts in place whole (over an invalid entry, too).
   mlir::PassManager pm(model->context.get());
   if (!options.inferenceOnly &&
       failed(graph::buildTrainFunctions(module, *settings)))
@@ -184,31 +198,25 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.memoryBudget = budget;
   pipeline.fuse = options.fuse;
   buildKernelPipeline(pm, pipeline);
+  // Past a few seconds, a line per stage: a long compile is not a hang.
+  CompileProgress progress(errs(), options.quiet ? HUGE_VAL : 5.0);
+  pm.addInstrumentation(progress.instrumentation());
   if (failed(pm.run(module)))
     return createStringError("compilation failed (see above)");
 
-  if (std::error_code error =
-          sys::fs::create_directories(sys::path::parent_path(directory)))
+  if (std::error_code error = sys::fs::create_directories(cacheDirectory))
     return createStringError("cannot create the cache directory '" +
-                             sys::path::parent_path(directory) +
-                             "': " + error.message());
-  std::string temporary =
-      (directory + formatv(".tmp.{0}", sys::Process::getProcessId())).str();
-  (void)sys::fs::remove_directories(temporary);
+                             cacheDirectory + "': " + error.message());
   ArtifactOptions artifactOptions;
   artifactOptions.compilerVersion = getCompilerIdentity();
   artifactOptions.host.cpu = options.cpu;
-  if (failed(writeArtifact(module, temporary, artifactOptions)))
+  artifactOptions.onStageDone = [&](StringRef stage) {
+    progress.finished(stage);
+  };
+  if (failed(writeArtifact(module, directory, artifactOptions)))
     return createStringError("cannot write the artifact (see above)");
-  if (std::error_code error = sys::fs::rename(temporary, directory)) {
-    // Another run may have put the same artifact there first.
-    (void)sys::fs::remove_directories(temporary);
-    if (!sys::fs::exists(plan))
-      return createStringError("cannot move the artifact into '" + directory +
-                               "': " + error.message());
-  }
-  artifact.compileSeconds = std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
+  artifact.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return artifact;
 }

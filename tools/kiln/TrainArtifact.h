@@ -36,6 +36,8 @@ struct TrainCompileOptions {
   /// The bytes the training step's peak_bytes must fit in (overrides the
   /// train block's `memory`); over it, compilation fails.
   std::optional<int64_t> memoryBudget;
+  /// No progress lines on a long compile (--quiet).
+  bool quiet = false;
   /// Fuse (--graph-fuse, --kernel-merge-launches); `--no-fuse` clears it,
   /// for measuring what fusion buys.
   bool fuse = true;
@@ -48,6 +50,10 @@ struct TrainCompileOptions {
 struct TrainArtifact {
   std::string directory;
   bool fromCache = false;
+  /// Why the cache entry found in its place could not be used (it was
+  /// compiled again and replaced, with a warning); empty when there was
+  /// none.
+  std::string cacheProblem;
   double compileSeconds = 0;
   /// The train block's settings after overrides.
   int64_t steps = 0;

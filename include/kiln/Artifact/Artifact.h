@@ -1,4 +1,5 @@
-//===- Artifact.h - Writing OUT.kiln.d ---------------------------*- C++ -*-===//
+//===- Artifact.h - Writing OUT.kiln.d ---------------------------*- C++
+//-*-===//
 //
 // Part of Kiln. The compiled artifact: a directory holding
 //   plan.kpl    - the plan (runtime/schema/plan.fbs, FlatBuffers): buffers,
@@ -19,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,8 +31,14 @@ struct ArtifactOptions {
   /// The compiler that writes it, recorded in the plan.
   std::string compilerVersion = "kiln 0.1.0";
   HostTargetOptions host;
+  /// kiln::hashBytes of the kernels.so the plan goes with (writeArtifact
+  /// sets it once the kernels are built).
+  uint64_t kernelsHash = 0;
   /// Where writing it reports its phases (--timing); null: not timed.
   mlir::TimingScope *timing = nullptr;
+  /// Called as each part is done ("kernels.so", "plan.kpl"), for progress
+  /// on long compiles; may be empty.
+  std::function<void(llvm::StringRef)> onStageDone;
 };
 
 /// The plan of `module` as FlatBuffers bytes (plan.kpl), or failure with an

@@ -1,4 +1,5 @@
-//===- ConvertKernelToHostLLVM.cpp - Kernels to exported LLVM functions ----===//
+//===- ConvertKernelToHostLLVM.cpp - Kernels to exported LLVM functions
+//----===//
 //
 // Part of Kiln. The --convert-kernel-to-host-llvm pass: each kernel.func
 // becomes a private function over its memrefs and [begin, end), lowered to
@@ -11,7 +12,9 @@
 #include "RestrictToChunk.h"
 #include "VectorizeElementwiseLoops.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/KernelSignatures.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
@@ -22,7 +25,6 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -96,6 +98,19 @@ static void addExportedWrapper(ModuleOp module, StringRef exported,
   LLVM::ReturnOp::create(builder, loc, ValueRange{});
 }
 
+/// Adds the exported, NUL-terminated `kiln_kernel_signatures` string the
+/// runtime checks against the plan (kiln/KernelSignatures.h).
+static void addSignatureTable(ModuleOp module, StringRef table) {
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  std::string text = table.str();
+  text.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(IntegerType::get(module.getContext(), 8),
+                                       text.size());
+  LLVM::GlobalOp::create(builder, module.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, kKernelSignaturesSymbol,
+                         builder.getStringAttr(text));
+}
+
 namespace {
 struct ConvertKernelToHostLLVMPass
     : kiln::impl::ConvertKernelToHostLLVMBase<ConvertKernelToHostLLVMPass> {
@@ -112,13 +127,19 @@ struct ConvertKernelToHostLLVMPass
       unsigned numBuffers;
       int64_t range;
       func::FuncOp body;
+      std::vector<int64_t> bufferBytes;
     };
     SmallVector<KernelInfo> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<kernel::FuncOp>())) {
       KernelInfo info{kernel.getExportedSymbol(),
                       static_cast<unsigned>(kernel.getNumArguments()),
-                      kernel.getRange(), nullptr};
+                      kernel.getRange(),
+                      nullptr,
+                      {}};
+      for (Type type : kernel.getArgumentTypes())
+        info.bufferBytes.push_back(
+            kernel::getBufferSizeInBytes(cast<MemRefType>(type)));
       info.body = outlineKernelBody(kernel);
       kernel.erase();
       kernels.push_back(info);
@@ -126,7 +147,8 @@ struct ConvertKernelToHostLLVMPass
 
     // linalg → loops, then the chunk restriction on the loops.
     OpPassManager toLoops(ModuleOp::getOperationName());
-    toLoops.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    toLoops.addNestedPass<func::FuncOp>(
+        createConvertLinalgToParallelLoopsPass());
     if (failed(runPipeline(toLoops, module)))
       return signalPassFailure();
     for (KernelInfo &info : kernels) {
@@ -147,8 +169,8 @@ struct ConvertKernelToHostLLVMPass
       return signalPassFailure();
     module.walk([](math::FmaOp fma) {
       OpBuilder builder(fma);
-      Value product = arith::MulFOp::create(builder, fma.getLoc(), fma.getA(),
-                                            fma.getB());
+      Value product =
+          arith::MulFOp::create(builder, fma.getLoc(), fma.getA(), fma.getB());
       fma.replaceAllUsesWith(
           arith::AddFOp::create(builder, fma.getLoc(), product, fma.getC())
               .getResult());
@@ -181,8 +203,12 @@ struct ConvertKernelToHostLLVMPass
     if (failed(runPipeline(toLLVM, module)))
       return signalPassFailure();
 
-    for (KernelInfo &info : kernels)
+    std::vector<KernelSignature> signatures;
+    for (KernelInfo &info : kernels) {
       addExportedWrapper(module, info.exported, info.numBuffers);
+      signatures.push_back({info.exported, info.range, info.bufferBytes});
+    }
+    addSignatureTable(module, formatKernelSignatures(signatures));
   }
 };
 } // namespace

@@ -1,4 +1,5 @@
-//===- HostObjectEmitter.cpp - LLVM IR to an x86-64 kernels.so -------------===//
+//===- HostObjectEmitter.cpp - LLVM IR to an x86-64 kernels.so
+//-------------===//
 //
 // Part of Kiln. Translates the lowered kernels to LLVM IR, optimizes them
 // at -O3 with loop and SLP vectorization (LLVM's PassBuilder), emits
@@ -13,9 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Target/Host/HostTarget.h"
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Files.h"
+#include "kiln/Target/Host/HostTarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -31,6 +33,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,6 +47,7 @@
 #include <atomic>
 #include <mutex>
 #include <thread>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -160,8 +164,7 @@ translateKernels(ModuleOp kernelModule, llvm::LLVMContext &context,
     if (!function.isDeclaration()) {
       function.addFnAttr("target-cpu", machine.getTargetCPU());
       if (!machine.getTargetFeatureString().empty())
-        function.addFnAttr("target-features",
-                           machine.getTargetFeatureString());
+        function.addFnAttr("target-features", machine.getTargetFeatureString());
     }
   return module;
 }
@@ -210,7 +213,11 @@ static LogicalResult createTemporaryObject(TemporaryObject &object,
   return success();
 }
 
-/// Links `objects` into the shared object `outputPath`.
+/// Links `objects` into the shared object `outputPath`. The linker writes
+/// into the system temporary directory, beside the objects, and the result
+/// is then written to `outputPath` with checked writes: lld maps its output,
+/// and a mapped file on a full disk kills it with SIGBUS (even with
+/// --no-mmap-output-file), where a write reports ENOSPC.
 static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
                                  llvm::StringRef outputPath, Location loc) {
   llvm::StringRef linker = KILN_LD_LLD;
@@ -218,22 +225,63 @@ static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
     return emitError(loc) << "cannot link kernels.so: ld.lld-22 was not found "
                              "when Kiln was configured (install lld-22 and "
                              "re-run cmake)";
+  TemporaryObject linked, diagnostics;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "kiln-kernels", "so", linked.fd, linked.path))
+    return emitError(loc) << "cannot create a temporary file: " << ec.message();
+  linked.remover = std::make_unique<llvm::FileRemover>(linked.path);
+  ::close(linked.fd);
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "kiln-lld", "txt", diagnostics.fd, diagnostics.path))
+    return emitError(loc) << "cannot create a temporary file: " << ec.message();
+  diagnostics.remover = std::make_unique<llvm::FileRemover>(diagnostics.path);
+  ::close(diagnostics.fd);
+
   // libm as a DT_NEEDED entry: the kernels call expf, logf, tanhf, ...
-  std::string output = outputPath.str();
+  std::string output = linked.path.str().str();
   std::string libmDir = std::string("-L") + KILN_LIBM_DIR;
   llvm::SmallVector<llvm::StringRef> args = {
-      linker, "-shared", "--hash-style=gnu", "-z", "noexecstack",
-      "-z",   "now",     "-o",               output};
+      linker, "-shared", "--hash-style=gnu", "-z", "noexecstack", "-z", "now",
+      "-o",   output};
   for (const TemporaryObject &object : objects)
     args.push_back(object.path);
   args.append({libmDir, "--as-needed", "-l:libm.so.6"});
+  // The linker's messages are ours to report: a crash's stack dump and
+  // bug-report banner are no help to a user whose disk is full.
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(diagnostics.path),
+      llvm::StringRef(diagnostics.path)};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, {}, 0, 0,
-                                         &message);
-  if (status != 0)
-    return emitError(loc) << "linking " << outputPath << " with " << linker
-                          << " failed"
-                          << (message.empty() ? "" : ": " + message);
+  int status = llvm::sys::ExecuteAndWait(linker, args, std::nullopt, redirects,
+                                         0, 0, &message);
+  if (status != 0) {
+    std::string said;
+    (void)kiln::readWholeFile(diagnostics.path.str().str(), said);
+    llvm::StringRef firstLine = llvm::StringRef(said).split('\n').first;
+    InFlightDiagnostic error = emitError(loc) << "linking kernels.so with "
+                                              << linker << " failed";
+    if (status < 0) {
+      // Killed by a signal: most often SIGBUS, writing on a full disk.
+      llvm::SmallString<128> directory(linked.path);
+      llvm::sys::path::remove_filename(directory);
+      llvm::ErrorOr<llvm::sys::fs::space_info> space =
+          llvm::sys::fs::disk_space(directory);
+      error << " (" << message << ")";
+      if (space)
+        error << "; " << directory << " has " << space->available
+              << " bytes free: is the disk full?";
+    } else if (!firstLine.empty()) {
+      error << ": " << firstLine;
+    }
+    return error;
+  }
+  std::string bytes;
+  if (kiln::Status read = kiln::readWholeFile(output, bytes); !read.isOk())
+    return emitError(loc) << read.message();
+  if (kiln::Status written = kiln::writeFileAtomically(
+          outputPath.str(), bytes.data(), bytes.size());
+      !written.isOk())
+    return emitError(loc) << "cannot write kernels.so: " << written.message();
   return success();
 }
 
@@ -309,8 +357,8 @@ LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
         }
       }
     };
-    unsigned threads = std::clamp<unsigned>(
-        std::thread::hardware_concurrency(), 1, parts.size());
+    unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(),
+                                            1, parts.size());
     std::vector<std::thread> workers;
     for (unsigned t = 1; t < threads; ++t)
       workers.emplace_back(work);

@@ -50,7 +50,7 @@ extern "C" {
 #endif
 
 /** The plan schema version (Plan.schema_version) this runtime executes. */
-#define KILN_PLAN_SCHEMA_VERSION 1
+#define KILN_PLAN_SCHEMA_VERSION 2
 
 /** The result of every call: KILN_OK or one of the error codes. */
 typedef int32_t kiln_status;
@@ -282,7 +282,9 @@ KILN_API kiln_status kiln_session_get_seed(const kiln_session *session,
                                            uint64_t *seed);
 
 /** Saves parameters and optimizer state to a .safetensors file, atomically:
- * an interrupted save leaves an existing file at `path` untouched. The
+ * an interrupted save leaves an existing file at `path` untouched. A state
+ * holding a NaN or an infinity is not saved (KILN_ERROR_NUMERICS, naming the
+ * tensor), so that a diverged step never replaces a good checkpoint. The
  * metadata holds the step, the seed, the model and `user_metadata` (an
  * opaque string such as the data loader's position; may be null). */
 KILN_API kiln_status kiln_session_save_checkpoint(kiln_session *session,

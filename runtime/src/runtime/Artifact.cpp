@@ -6,7 +6,8 @@
 
 #include "Artifact.h"
 
-#include "kiln/AtomicFile.h"
+#include "kiln/Files.h"
+#include "kiln/KernelSignatures.h"
 
 #include <dlfcn.h>
 
@@ -206,6 +207,22 @@ Result Artifact::loadKernels() {
                          "' must name a file inside the artifact directory");
 
   std::string path = directory_ + "/" + file;
+  // A plan written by the compiler names the exact kernels.so it goes with.
+  if (plan_->kernels_hash() != 0) {
+    std::string bytes;
+    Status read = readWholeFile(path, bytes);
+    if (!read.isOk())
+      return Result::error(KILN_ERROR_KERNELS, "cannot load the kernels of '" +
+                                                   directory_ +
+                                                   "': " + read.message());
+    uint64_t hash = hashBytes(bytes.data(), bytes.size());
+    if (hash != plan_->kernels_hash())
+      return Result::error(
+          KILN_ERROR_KERNELS,
+          path + " is not the kernels file plan.kpl was compiled with (its "
+                 "hash differs): the artifact is damaged or mixed from two "
+                 "compilations; compile it again");
+  }
   library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library_) {
     const char *reason = ::dlerror();
@@ -234,6 +251,65 @@ Result Artifact::loadKernels() {
                              (missingCount > 8 ? ", ..." : "") +
                              " (plan.kpl and " + file +
                              " come from different compilations?)");
+  if (plan_->kernels_hash() != 0)
+    KILN_RETURN_IF_ERROR(checkKernelSignatures(path));
+  return Result::ok();
+}
+
+Result Artifact::checkKernelSignatures(const std::string &path) const {
+  ::dlerror();
+  const char *table =
+      static_cast<const char *>(::dlsym(library_, kKernelSignaturesSymbol));
+  if (!table)
+    return Result::error(KILN_ERROR_KERNELS,
+                         path + " exports no " +
+                             std::string(kKernelSignaturesSymbol) +
+                             " table: it was not written by this compiler");
+  std::vector<KernelSignature> signatures;
+  if (Status parsed = parseKernelSignatures(table, signatures); !parsed.isOk())
+    return Result::error(KILN_ERROR_KERNELS, path + ": " + parsed.message());
+  std::unordered_map<std::string, const KernelSignature *> bySymbol;
+  for (const KernelSignature &signature : signatures)
+    bySymbol.emplace(signature.symbol, &signature);
+  auto mismatch = [&](const plan::KernelCall &call, const std::string &what) {
+    return Result::error(KILN_ERROR_KERNELS,
+                         path + ": kernel '" + call.symbol()->str() + "' " +
+                             what +
+                             " (plan.kpl and the kernels come from different "
+                             "compilations: compile the model again)");
+  };
+  for (const plan::Entry *entry : *plan_->entries()) {
+    if (!entry->ops())
+      continue;
+    for (const plan::Op *op : *entry->ops()) {
+      const plan::KernelCall *call = op->call_as_KernelCall();
+      if (!call)
+        continue;
+      auto it = bySymbol.find(call->symbol()->str());
+      if (it == bySymbol.end())
+        return mismatch(*call, "is not in its signature table");
+      const KernelSignature &signature = *it->second;
+      size_t count = call->buffers() ? call->buffers()->size() : 0;
+      if (count != signature.bufferBytes.size())
+        return mismatch(
+            *call, "takes " + std::to_string(signature.bufferBytes.size()) +
+                       " buffers, the plan passes " + std::to_string(count));
+      if (call->range() > signature.range)
+        return mismatch(*call, "covers " + std::to_string(signature.range) +
+                                   " iterations, the plan runs " +
+                                   std::to_string(call->range()));
+      for (size_t i = 0; i < count; ++i) {
+        const BufferInfo &buffer = buffers_[call->buffers()->Get(i)];
+        if (buffer.sizeBytes < signature.bufferBytes[i])
+          return mismatch(*call, "reads or writes " +
+                                     std::to_string(signature.bufferBytes[i]) +
+                                     " bytes of its buffer " +
+                                     std::to_string(i) + ", but the plan's '" +
+                                     buffer.name + "' holds " +
+                                     std::to_string(buffer.sizeBytes));
+      }
+    }
+  }
   return Result::ok();
 }
 

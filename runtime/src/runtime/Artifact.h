@@ -83,6 +83,9 @@ private:
   Artifact() = default;
   Result loadPlan();
   Result loadKernels();
+  /// Compares the kernels' own signature table (kiln/KernelSignatures.h)
+  /// with every kernel call of the plan.
+  Result checkKernelSignatures(const std::string &path) const;
 
   std::string directory_;
   std::string planBytes_;

@@ -5,7 +5,7 @@
 // The output looks like
 //
 //   plan of model 'mlp' for cpu (schema 1, written by kiln 0.1.0)
-//   kernels: kernels.so
+//   kernels: kernels.so (hash 0123456789abcdef, checked)
 //   arena: 64 bytes
 //   buffers (3):
 //     %0   input           f32[6]            24 B        x
@@ -65,8 +65,16 @@ public:
     if (plan.compiler_version() && plan.compiler_version()->size())
       out_ += ", written by " + plan.compiler_version()->str();
     out_ += ")\n";
-    if (plan.kernels_file() && plan.kernels_file()->size())
-      out_ += "kernels: " + plan.kernels_file()->str() + "\n";
+    if (plan.kernels_file() && plan.kernels_file()->size()) {
+      out_ += "kernels: " + plan.kernels_file()->str();
+      if (plan.kernels_hash()) {
+        char hash[24];
+        std::snprintf(hash, sizeof(hash), "%016llx",
+                      static_cast<unsigned long long>(plan.kernels_hash()));
+        out_ += std::string(" (hash ") + hash + ", checked)";
+      }
+      out_ += "\n";
+    }
     out_ += "arena: " + std::to_string(plan.arena_bytes()) + " bytes\n";
     printBuffers();
     if (plan.entries())
@@ -107,6 +115,8 @@ private:
         line += " @ arena+" + std::to_string(buffer.arenaOffset);
       if (buffer.kind == plan::BufferKind::Param)
         line += describeInitializer(buffer.table->init());
+      if (buffer.kind == plan::BufferKind::Constant && buffer.table->splat())
+        line += " (splat: one element in the plan)";
       out_ += line + "\n";
     }
   }

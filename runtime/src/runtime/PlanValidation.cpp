@@ -88,15 +88,24 @@ public:
           " n=" + std::to_string(call.n()) + " k=" + std::to_string(call.k()) +
           " batch=" + std::to_string(call.batch()));
     if (call.tile_m() < 0 || call.tile_n() < 0)
-      return invalidFormat(where_ + ": GEMM with tile_m=" +
-                           std::to_string(call.tile_m()) +
-                           " tile_n=" + std::to_string(call.tile_n()));
+      return invalidFormat(
+          where_ + ": GEMM with tile_m=" + std::to_string(call.tile_m()) +
+          " tile_n=" + std::to_string(call.tile_n()));
     int64_t m = call.m(), n = call.n(), k = call.k();
     bool ta = call.transpose_a(), tb = call.transpose_b();
     KILN_RETURN_IF_ERROR(checkMatrix(call, call.a(), 'A', ta ? k : m,
                                      ta ? m : k, call.lda(), call.stride_a()));
     KILN_RETURN_IF_ERROR(checkMatrix(call, call.b(), 'B', tb ? n : k,
                                      tb ? k : n, call.ldb(), call.stride_b()));
+    // The batch's results must not overlap: tiles of different batch
+    // entries run in parallel, and a batch of 2^40 stride-0 results would
+    // fit any buffer.
+    if (call.batch() > 1 && m > 0 && n > 0 &&
+        static_cast<__int128>(call.stride_c()) <
+            static_cast<__int128>(m - 1) * call.ldc() + n)
+      return invalidFormat(where_ + ": the " + std::to_string(call.batch()) +
+                           " results of a batched GEMM overlap (stride_c " +
+                           std::to_string(call.stride_c()) + ")");
     return checkMatrix(call, call.c(), 'C', m, n, call.ldc(), call.stride_c());
   }
 
@@ -171,10 +180,15 @@ Result validateBuffers(const plan::Plan &plan,
     if (buffer.kind == plan::BufferKind::Constant) {
       const auto *data = buffer.table->data();
       int64_t size = data ? static_cast<int64_t>(data->size()) : 0;
-      if (size != buffer.sizeBytes)
+      // A splat carries one element.
+      int64_t expected = buffer.table->splat() && buffer.numElements > 0
+                             ? buffer.sizeBytes / buffer.numElements
+                             : buffer.sizeBytes;
+      if (size != expected)
         return invalidFormat(
             what + " is a constant of " + std::to_string(buffer.sizeBytes) +
-            " bytes but carries " + std::to_string(size) + " bytes of data");
+            " bytes" + (buffer.table->splat() ? " (a splat)" : "") +
+            " but carries " + std::to_string(size) + " bytes of data");
     }
   }
   return Result::ok();
@@ -212,6 +226,10 @@ Result kiln::runtime::validatePlan(const plan::Plan &plan,
       EntryValidator check(buffers, "entry '" + name + "' op " +
                                         std::to_string(index) + " (" +
                                         formatLocation(op->loc()) + ")");
+      // A union whose type is set but whose table is absent verifies.
+      if (!op->call())
+        return invalidFormat("entry '" + name + "' op " +
+                             std::to_string(index) + " has no call");
       switch (op->call_type()) {
       case plan::Call::KernelCall:
         KILN_RETURN_IF_ERROR(check.checkKernel(*op->call_as_KernelCall()));

@@ -52,6 +52,13 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
     return invalidArgument("thread count " + std::to_string(numThreads) +
                            " is outside [0, " + std::to_string(kMaxThreads) +
                            "] (0: KILN_NUM_THREADS or the hardware's)");
+  if (numThreads == 0) {
+    std::string error;
+    std::optional<int> size = ThreadPool::defaultSize(kMaxThreads, error);
+    if (!size)
+      return invalidArgument(error);
+    numThreads = *size;
+  }
   std::unique_ptr<Session> created(new Session());
   created->artifact_ = std::move(artifact);
   std::string gemmError;
@@ -62,8 +69,7 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   KILN_RETURN_IF_ERROR(created->prepare());
   created->describeGemms();
   try {
-    created->pool_ = std::make_unique<ThreadPool>(
-        numThreads ? numThreads : ThreadPool::defaultSize());
+    created->pool_ = std::make_unique<ThreadPool>(numThreads);
   } catch (const std::system_error &error) {
     return Result::error(KILN_ERROR_INTERNAL,
                          std::string("cannot start the thread pool: ") +
@@ -90,9 +96,19 @@ Result Session::allocate() {
     KILN_RETURN_IF_ERROR(storage_.back().allocate(
         static_cast<size_t>(buffer.sizeBytes), "buffer '" + buffer.name + "'"));
     pointers_[id] = storage_.back().data();
-    if (buffer.kind == plan::BufferKind::Constant && buffer.sizeBytes)
-      std::memcpy(pointers_[id], buffer.table->data()->data(),
-                  static_cast<size_t>(buffer.sizeBytes));
+    if (buffer.kind == plan::BufferKind::Constant && buffer.sizeBytes) {
+      const auto *data = buffer.table->data();
+      if (!buffer.table->splat()) {
+        std::memcpy(pointers_[id], data->data(),
+                    static_cast<size_t>(buffer.sizeBytes));
+        continue;
+      }
+      // One element, repeated (validatePlan checked the sizes).
+      size_t elementBytes = data->size();
+      char *out = static_cast<char *>(pointers_[id]);
+      for (int64_t e = 0; e < buffer.numElements; ++e)
+        std::memcpy(out + e * elementBytes, data->data(), elementBytes);
+    }
   }
   bound_.assign(buffers.size(), false);
   return Result::ok();

@@ -23,6 +23,12 @@ KILN_TEST_EXPORT void kiln_test_add(void **buffers, int64_t begin,
     out[i] = a[i] + b[i];
 }
 
+/* The signature table a compiled kernels.so exports (kiln/KernelSignatures.h),
+ * for plans that record this file's hash (the plan fuzz test): kiln_test_add
+ * over 6 floats. Plans without a hash (every other test) are not checked. */
+KILN_TEST_EXPORT const char kiln_kernel_signatures[] =
+    "kiln_test_add 6 24 24 24\n";
+
 /* buffers: x f32[rows, cols], cols i64[1] (a constant), y f32[rows, cols];
  * one iteration per row. The row sums are reductions inside an iteration,
  * so the result must not depend on how rows are chunked. */
