@@ -1,4 +1,5 @@
-//===- EmitExpressions.cpp - Expressions of a model to graph IR ------------===//
+//===- EmitExpressions.cpp - Expressions of a model to graph IR
+//------------===//
 //
 // Part of Kiln. Names, literals, arithmetic with NumPy broadcasting, and
 // integer dim arithmetic (checked for overflow and inexact division).
@@ -14,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace kiln;
@@ -73,8 +75,8 @@ FailureOr<EvalValue> ModelEmitter::evaluate(const ast::Expr &expr) {
             return error(e->getLoc(), "cannot negate " + operand->describe());
           if (failed(countOp(e->getLoc())))
             return failure();
-          Value result =
-              graph::NegOp::create(builder, getLoc(e->getLoc()), operand->tensor);
+          Value result = graph::NegOp::create(builder, getLoc(e->getLoc()),
+                                              operand->tensor);
           return EvalValue::ofTensor(result, e->getLoc());
         }
         default:
@@ -137,8 +139,8 @@ FailureOr<EvalValue> ModelEmitter::evaluateTensor(const ast::Expr &expr,
     return value;
   if (value->kind == EvalValue::Kind::Word)
     return reportUnknownName(*this, *value);
-  return error(expr.getLoc(), "expected a tensor for " + what + ", got " +
-                                  value->describe());
+  return error(expr.getLoc(),
+               "expected a tensor for " + what + ", got " + value->describe());
 }
 
 FailureOr<int64_t> ModelEmitter::evaluateInt(const ast::Expr &expr,
@@ -178,6 +180,31 @@ ModelEmitter::evaluateIntList(const ast::Expr &expr, StringRef what) {
   return list;
 }
 
+std::optional<std::string> kiln::frontend::describeMisfit(double number,
+                                                          FloatType type) {
+  if (!std::isfinite(number))
+    return std::nullopt;
+  llvm::APFloat value(number);
+  bool losesInfo = false;
+  llvm::APFloat::opStatus status = value.convert(
+      type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  llvm::APFloat largest = llvm::APFloat::getLargest(type.getFloatSemantics());
+  std::string typeName = llvm::formatv("{0}", Type(type)).str();
+  char written[32];
+  std::snprintf(written, sizeof(written), "%g", number);
+  if ((status & llvm::APFloat::opOverflow) || value.isInfinity())
+    return llvm::formatv("the number {0} does not fit {1}: its largest "
+                         "finite value is {2:e2}",
+                         written, typeName, largest.convertToDouble())
+        .str();
+  if (number != 0.0 && value.isZero())
+    return llvm::formatv("the number {0} is too small for {1}: it would "
+                         "round to zero",
+                         written, typeName)
+        .str();
+  return std::nullopt;
+}
+
 FailureOr<EvalValue> ModelEmitter::materializeScalar(const EvalValue &number,
                                                      RankedTensorType like,
                                                      SMLoc loc) {
@@ -186,6 +213,9 @@ FailureOr<EvalValue> ModelEmitter::materializeScalar(const EvalValue &number,
     return error(loc, "cannot combine a number with a tensor of " +
                           llvm::formatv("{0}", like.getElementType()).str() +
                           " elements");
+  if (std::optional<std::string> problem =
+          describeMisfit(number.asDouble(), floatType))
+    return error(number.origin.isValid() ? number.origin : loc, *problem);
   if (failed(countOp(loc)))
     return failure();
   auto attr = DenseElementsAttr::get(
@@ -300,17 +330,18 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
     if (!lhs.isTensor() || !rhs.isTensor())
       return error(opLoc, "'@' needs two tensors, got " + describeBoth());
     std::string message;
-    RankedTensorType lhsType = lhs.getTensorType(), rhsType = rhs.getTensorType();
+    RankedTensorType lhsType = lhs.getTensorType(),
+                     rhsType = rhs.getTensorType();
     if (lhsType.getElementType() != rhsType.getElementType()) {
-      (void)error(opLoc, "matmul operands differ in element type: " + describeBoth());
+      (void)error(opLoc,
+                  "matmul operands differ in element type: " + describeBoth());
       noteOrigin(lhs, "lhs");
       noteOrigin(rhs, "rhs");
       return failure();
     }
-    FailureOr<SmallVector<int64_t>> shape =
-        graph::inferMatmulShape(lhsType.getShape(), rhsType.getShape(),
-                                /*transposeLhs=*/false, /*transposeRhs=*/false,
-                                message);
+    FailureOr<SmallVector<int64_t>> shape = graph::inferMatmulShape(
+        lhsType.getShape(), rhsType.getShape(),
+        /*transposeLhs=*/false, /*transposeRhs=*/false, message);
     if (failed(shape)) {
       (void)error(opLoc, message);
       noteOrigin(lhs, "lhs");
@@ -328,13 +359,15 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
 
   // A number next to a tensor becomes a splat constant of the tensor's type.
   if (!lhs.isTensor()) {
-    FailureOr<EvalValue> splat = materializeScalar(lhs, rhs.getTensorType(), opLoc);
+    FailureOr<EvalValue> splat =
+        materializeScalar(lhs, rhs.getTensorType(), opLoc);
     if (failed(splat))
       return failure();
     lhs = *splat;
   }
   if (!rhs.isTensor()) {
-    FailureOr<EvalValue> splat = materializeScalar(rhs, lhs.getTensorType(), opLoc);
+    FailureOr<EvalValue> splat =
+        materializeScalar(rhs, lhs.getTensorType(), opLoc);
     if (failed(splat))
       return failure();
     rhs = *splat;
@@ -342,9 +375,10 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
   RankedTensorType lhsType = lhs.getTensorType(), rhsType = rhs.getTensorType();
   if (lhsType.getElementType() != rhsType.getElementType() ||
       !isa<FloatType>(lhsType.getElementType())) {
-    (void)error(opLoc, "'" + spelling + "' needs floating-point tensors of one "
-                                  "element type, got " + describeBoth() +
-                     "; convert one with cast(x, TYPE)");
+    (void)error(opLoc, "'" + spelling +
+                           "' needs floating-point tensors of one "
+                           "element type, got " +
+                           describeBoth() + "; convert one with cast(x, TYPE)");
     noteOrigin(lhs, "lhs");
     noteOrigin(rhs, "rhs");
     return failure();

@@ -80,6 +80,10 @@ std::string describeTensorType(mlir::RankedTensorType type);
 /// Whether `name` is a builtin op of the language (`relu`, `attention`, ...).
 bool isBuiltinName(llvm::StringRef name);
 
+/// Why `number` cannot be held by `type` (it overflows to infinity, or a
+/// nonzero number rounds to zero), or nullopt when it can.
+std::optional<std::string> describeMisfit(double number, mlir::FloatType type);
+
 class ModelEmitter {
 public:
   /// `dimOverrides` replace the values of the model's dims of those names.
@@ -153,13 +157,15 @@ private:
   mlir::LogicalResult finishForward();
 
   /// Evaluates a declared type, `f32[B, 3*D]`, in the current scope.
-  mlir::FailureOr<mlir::RankedTensorType> evaluateType(const ast::TypeExpr &type);
-  /// Validates an initializer and returns its `graph.init` dictionary.
-  mlir::FailureOr<mlir::DictionaryAttr> evaluateInit(const ast::Expr &init);
+  mlir::FailureOr<mlir::RankedTensorType>
+  evaluateType(const ast::TypeExpr &type);
+  /// Validates the initializer of a parameter of element `type` and returns
+  /// its `graph.init` dictionary.
+  mlir::FailureOr<mlir::DictionaryAttr> evaluateInit(const ast::Expr &init,
+                                                     mlir::FloatType type);
   /// Adds an argument to @forward.
   mlir::Value addForwardArgument(mlir::Type type, llvm::SMLoc loc,
-                                 llvm::StringRef attrName,
-                                 llvm::StringRef name,
+                                 llvm::StringRef attrName, llvm::StringRef name,
                                  mlir::DictionaryAttr init = {});
 
   // User functions (FunctionCalls.cpp).
@@ -168,7 +174,8 @@ public:
                                               const ast::CallExpr &call);
 
   // The train block (TrainBlock.cpp).
-  mlir::FailureOr<mlir::DictionaryAttr> emitTrainBlock(const ast::TrainDecl &train);
+  mlir::FailureOr<mlir::DictionaryAttr>
+  emitTrainBlock(const ast::TrainDecl &train);
 
   /// Looks a name up in the current scope, then among the dims.
   const EvalValue *lookup(llvm::StringRef name) const;

@@ -1,4 +1,5 @@
-//===- TrainBlock.cpp - The train block to a graph.train attribute ---------===//
+//===- TrainBlock.cpp - The train block to a graph.train attribute
+//---------===//
 //
 // Part of Kiln. Validates `train { ... }` (keys, optimizer and schedule
 // arguments, ranges) and records it on the module as a dictionary, with
@@ -38,39 +39,43 @@ struct Constructor {
 } // namespace
 
 static const Constructor kOptimizers[] = {
-    {"sgd", {{"lr", ArgKind::PositiveNumber, {}},
-             {"weight_decay", ArgKind::Number, 0.0},
-             {"clip", ArgKind::Number, 0.0}}},
-    {"momentum", {{"lr", ArgKind::PositiveNumber, {}},
-                  {"momentum", ArgKind::Fraction, 0.9},
-                  {"nesterov", ArgKind::Flag, 0.0},
-                  {"weight_decay", ArgKind::Number, 0.0},
-                  {"clip", ArgKind::Number, 0.0}}},
-    {"adamw", {{"lr", ArgKind::PositiveNumber, {}},
-               {"betas", ArgKind::Pair, 0.0},
-               {"eps", ArgKind::PositiveNumber, 1e-8},
-               {"weight_decay", ArgKind::Number, 0.0},
-               {"decay_all", ArgKind::Flag, 0.0},
-               {"clip", ArgKind::Number, 0.0}}},
+    {"sgd",
+     {{"lr", ArgKind::PositiveNumber, {}},
+      {"weight_decay", ArgKind::Number, 0.0},
+      {"clip", ArgKind::Number, 0.0}}},
+    {"momentum",
+     {{"lr", ArgKind::PositiveNumber, {}},
+      {"momentum", ArgKind::Fraction, 0.9},
+      {"nesterov", ArgKind::Flag, 0.0},
+      {"weight_decay", ArgKind::Number, 0.0},
+      {"clip", ArgKind::Number, 0.0}}},
+    {"adamw",
+     {{"lr", ArgKind::PositiveNumber, {}},
+      {"betas", ArgKind::Pair, 0.0},
+      {"eps", ArgKind::PositiveNumber, 1e-8},
+      {"weight_decay", ArgKind::Number, 0.0},
+      {"decay_all", ArgKind::Flag, 0.0},
+      {"clip", ArgKind::Number, 0.0}}},
 };
 
 static const Constructor kSchedules[] = {
     {"constant", {{"warmup", ArgKind::Count, 0.0}}},
-    {"linear", {{"warmup", ArgKind::Count, 0.0},
-                {"final", ArgKind::Fraction, 0.0}}},
-    {"cosine", {{"warmup", ArgKind::Count, 0.0},
-                {"final", ArgKind::Fraction, 0.0}}},
+    {"linear",
+     {{"warmup", ArgKind::Count, 0.0}, {"final", ArgKind::Fraction, 0.0}}},
+    {"cosine",
+     {{"warmup", ArgKind::Count, 0.0}, {"final", ArgKind::Fraction, 0.0}}},
 };
 
-static const StringRef kTrainKeys[] = {"optimizer", "schedule",   "steps",
-                                       "batch_seed", "seed",      "accumulate",
-                                       "precision",  "memory",    "eval_every"};
+static const StringRef kTrainKeys[] = {"optimizer",  "schedule", "steps",
+                                       "batch_seed", "seed",     "accumulate",
+                                       "precision",  "memory",   "eval_every"};
 
 /// Validates one constructor call (or a bare name for one without required
 /// arguments) against `choices`.
-static FailureOr<DictionaryAttr>
-emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
-                ArrayRef<Constructor> choices, StringRef what) {
+static FailureOr<DictionaryAttr> emitConstructor(ModelEmitter &emitter,
+                                                 const ast::Expr &expr,
+                                                 ArrayRef<Constructor> choices,
+                                                 StringRef what) {
   OpBuilder &builder = emitter.getBuilder();
   StringRef name;
   const ast::CallExpr *call = dyn_cast<ast::CallExpr>(&expr);
@@ -79,23 +84,21 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
   else if (auto *word = dyn_cast<ast::NameExpr>(&expr))
     name = word->getName();
   else
-    return emitter.error(expr.getLoc(), "expected " + what.str() +
-                                            " such as " + choices[0].name +
-                                            "(...)");
+    return emitter.error(expr.getLoc(), "expected " + what.str() + " such as " +
+                                            choices[0].name + "(...)");
   SmallVector<StringRef> names;
   for (const Constructor &choice : choices)
     names.push_back(choice.name);
   const Constructor *spec = llvm::find_if(
       choices, [&](const Constructor &c) { return c.name == name; });
   if (spec == choices.end())
-    return emitter.error(expr.getLoc(),
-                         "unknown " + what + " '" + name + "'" +
-                             didYouMean(name, names) + " (expected " +
-                             llvm::join(names, ", ") + ")");
+    return emitter.error(expr.getLoc(), "unknown " + what + " '" + name + "'" +
+                                            didYouMean(name, names) +
+                                            " (expected " +
+                                            llvm::join(names, ", ") + ")");
   if (call && !call->getArgs().empty())
     return emitter.error(call->getArgs().front()->getLoc(),
-                         "arguments of " + name +
-                             " are named: " + name + "(" +
+                         "arguments of " + name + " are named: " + name + "(" +
                              spec->args.front().name + "=...)");
 
   SmallVector<NamedAttribute> fields = {
@@ -107,9 +110,8 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
     for (const ast::KeywordArg &keyword : call->getKeywords())
       if (!llvm::is_contained(argNames, keyword.name))
         return emitter.error(keyword.nameLoc,
-                             "'" + name + "' has no argument '" +
-                                 keyword.name + "'" +
-                                 didYouMean(keyword.name, argNames) +
+                             "'" + name + "' has no argument '" + keyword.name +
+                                 "'" + didYouMean(keyword.name, argNames) +
                                  " (it takes " + llvm::join(argNames, ", ") +
                                  ")");
 
@@ -117,8 +119,8 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
     const ast::KeywordArg *given = call ? call->findKeyword(arg.name) : nullptr;
     if (!given) {
       if (!arg.fallback)
-        return emitter.error(expr.getLoc(), "'" + name + "' needs '" +
-                                                arg.name + "=...'");
+        return emitter.error(expr.getLoc(),
+                             "'" + name + "' needs '" + arg.name + "=...'");
       if (arg.kind == ArgKind::Count)
         fields.push_back(builder.getNamedAttr(
             arg.name, builder.getI64IntegerAttr(int64_t(*arg.fallback))));
@@ -141,8 +143,8 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
     case ArgKind::Flag:
       if (value->kind != EvalValue::Kind::Bool)
         return emitter.error(loc, "'" + arg.name + "' must be true or false");
-      fields.push_back(
-          builder.getNamedAttr(arg.name, builder.getBoolAttr(value->boolValue)));
+      fields.push_back(builder.getNamedAttr(
+          arg.name, builder.getBoolAttr(value->boolValue)));
       break;
     case ArgKind::Count:
       if (value->kind != EvalValue::Kind::Int || value->intValue < 0)
@@ -152,8 +154,8 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
           arg.name, builder.getI64IntegerAttr(value->intValue)));
       break;
     case ArgKind::Pair: {
-      bool ok = value->kind == EvalValue::Kind::Tuple &&
-                value->elements.size() == 2;
+      bool ok =
+          value->kind == EvalValue::Kind::Tuple && value->elements.size() == 2;
       SmallVector<double, 2> pair;
       for (const EvalValue &element : value->elements) {
         ok &= element.isNumber() && element.asDouble() >= 0.0 &&
@@ -161,10 +163,11 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
         pair.push_back(element.asDouble());
       }
       if (!ok)
-        return emitter.error(loc, "'" + arg.name + "' must be two numbers in "
-                                                   "[0, 1), like (0.9, 0.999)");
-      fields.push_back(builder.getNamedAttr(
-          arg.name, builder.getF64ArrayAttr(pair)));
+        return emitter.error(loc, "'" + arg.name +
+                                      "' must be two numbers in "
+                                      "[0, 1), like (0.9, 0.999)");
+      fields.push_back(
+          builder.getNamedAttr(arg.name, builder.getF64ArrayAttr(pair)));
       break;
     }
     default: {
@@ -178,6 +181,10 @@ emitConstructor(ModelEmitter &emitter, const ast::Expr &expr,
         return emitter.error(loc, "'" + arg.name + "' must be in [0, 1]");
       if (arg.kind == ArgKind::Number && !(number >= 0.0))
         return emitter.error(loc, "'" + arg.name + "' must not be negative");
+      // The update computes in f32, the parameters' type.
+      if (std::optional<std::string> problem =
+              describeMisfit(number, builder.getF32Type()))
+        return emitter.error(loc, "'" + arg.name + "': " + *problem);
       fields.push_back(
           builder.getNamedAttr(arg.name, builder.getF64FloatAttr(number)));
       break;
@@ -197,10 +204,10 @@ ModelEmitter::emitTrainBlock(const ast::TrainDecl &train) {
   for (const ast::TrainEntry &entry : train.entries) {
     StringRef key = entry.key.name;
     if (!llvm::is_contained(kTrainKeys, key))
-      return error(entry.key.loc, "unknown train setting '" + key + "'" +
-                                      didYouMean(key, kTrainKeys) +
-                                      " (expected " +
-                                      llvm::join(ArrayRef<StringRef>(kTrainKeys), ", ") + ")");
+      return error(entry.key.loc,
+                   "unknown train setting '" + key + "'" +
+                       didYouMean(key, kTrainKeys) + " (expected " +
+                       llvm::join(ArrayRef<StringRef>(kTrainKeys), ", ") + ")");
     const ast::Expr &valueExpr = *entry.value;
     Attribute attr;
     if (key == "optimizer" || key == "schedule") {
