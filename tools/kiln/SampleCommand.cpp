@@ -1,4 +1,5 @@
-//===- SampleCommand.cpp - kiln sample -------------------------------------===//
+//===- SampleCommand.cpp - kiln sample
+//-------------------------------------===//
 //
 // Part of Kiln. Generates text from a byte-level language model's checkpoint:
 // the model's `predict` entry runs on a window of the last T bytes, and the
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 using namespace llvm;
@@ -63,9 +65,8 @@ static int fail(const Twine &message) {
 static int64_t drawToken(ArrayRef<float> logits, uint32_t draw) {
   std::vector<int64_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return logits[a] > logits[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
   if (temperature <= 0)
     return order.front();
   size_t kept = topK > 0 ? std::min<size_t>(topK, order.size()) : order.size();
@@ -85,6 +86,15 @@ static int64_t drawToken(ArrayRef<float> logits, uint32_t draw) {
 int kiln::cli::runSample() {
   if (length < 0)
     return fail("--length must not be negative");
+  if (!std::isfinite(temperature) || temperature < 0) {
+    char written[32];
+    std::snprintf(written, sizeof(written), "%g", double(temperature));
+    return fail(Twine("--temperature must be a finite number >= 0 (0: the "
+                      "most likely byte), not ") +
+                written);
+  }
+  if (topK < 0)
+    return fail("--top-k must not be negative (0: all bytes)");
   TrainCompileOptions options;
   options.inferenceOnly = true;
   Expected<TrainArtifact> artifact = compileForTraining(sampleModel, options);
@@ -124,7 +134,8 @@ int kiln::cli::runSample() {
   outs().flush();
 
   npy::Array input;
-  input.dtype = tokens->dtype == KILN_I64 ? npy::DType::Int64 : npy::DType::Int32;
+  input.dtype =
+      tokens->dtype == KILN_I64 ? npy::DType::Int64 : npy::DType::Int32;
   input.shape = tokens->shape;
   input.data.assign(batch * window * npy::dtypeSize(input.dtype), 0);
   std::vector<float> logits;

@@ -1,4 +1,5 @@
-//===- TrainCommand.cpp - kiln train ---------------------------------------===//
+//===- TrainCommand.cpp - kiln train
+//---------------------------------------===//
 //
 // Part of Kiln. Compiles a model for training (cached), then runs its
 // training step on batches from .npy arrays or a token file, with progress,
@@ -7,15 +8,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "StopSignals.h"
 #include "TrainArtifact.h"
 #include "TrainSession.h"
 
 #include "kiln/ByteSize.h"
+#include "kiln/Files.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -46,9 +50,9 @@ static cl::opt<std::string>
 static cl::list<std::string>
     evalFiles("eval", cl::desc("Evaluation data for an input, as .npy"),
               cl::value_desc("NAME=FILE.npy"), TRAIN_OPTION);
-static cl::opt<std::string>
-    evalTokenFile("eval-tokens", cl::desc("A held-out token file"),
-                  cl::value_desc("FILE"), TRAIN_OPTION);
+static cl::opt<std::string> evalTokenFile("eval-tokens",
+                                          cl::desc("A held-out token file"),
+                                          cl::value_desc("FILE"), TRAIN_OPTION);
 static cl::opt<int64_t> stepsOption("steps",
                                     cl::desc("Optimizer steps (default: the "
                                              "train block's)"),
@@ -59,11 +63,11 @@ static cl::opt<std::string> trainMemoryBudget(
              "SIZE (80GiB, 512MiB, 1.5GB or bytes; default: the train "
              "block's `memory`)"),
     cl::value_desc("SIZE"), TRAIN_OPTION);
-static cl::opt<bool> trainNoFuse(
-    "no-fuse",
-    cl::desc("Compile without fusion (one kernel per op, no merged "
-             "launches), to measure what fusion buys"),
-    TRAIN_OPTION);
+static cl::opt<bool>
+    trainNoFuse("no-fuse",
+                cl::desc("Compile without fusion (one kernel per op, no merged "
+                         "launches), to measure what fusion buys"),
+                TRAIN_OPTION);
 static cl::opt<int64_t>
     untilStep("until",
               cl::desc("Stop after this step; the schedule still spans "
@@ -96,8 +100,9 @@ static cl::opt<std::string> metricsFile("metrics",
                                         cl::value_desc("FILE.jsonl"),
                                         TRAIN_OPTION);
 static cl::opt<std::string>
-    saveFile("save", cl::desc("Save a checkpoint here at the end (and with "
-                              "--save-every)"),
+    saveFile("save",
+             cl::desc("Save a checkpoint here at the end (and with "
+                      "--save-every)"),
              cl::value_desc("CKPT.safetensors"), TRAIN_OPTION);
 static cl::opt<int64_t> saveEvery("save-every",
                                   cl::desc("Also save every N steps"),
@@ -161,6 +166,12 @@ public:
     errs() << text << "\n";
   }
 
+  /// Clears the updating line before text that --quiet does not drop.
+  void clearLine() {
+    if (terminal && !quiet)
+      errs() << "\r\x1b[K";
+  }
+
   static std::string formatDuration(double seconds) {
     if (!std::isfinite(seconds) || seconds < 0)
       return "?";
@@ -211,6 +222,32 @@ int kiln::cli::runTrain() {
     return fail("--steps must be at least 1");
   if (untilStep.getNumOccurrences() && untilStep < 1)
     return fail("--until must be at least 1");
+  if (evalEvery.getNumOccurrences() && evalEvery < 1)
+    return fail("--eval-every must be at least 1 (it is " +
+                Twine(int64_t(evalEvery)) + ")");
+  if (evalBatches < 0)
+    return fail("--eval-batches must not be negative (0: every window of the "
+                "eval file)");
+  if (saveEvery < 0)
+    return fail("--save-every must not be negative (0: only at the end)");
+  if (saveEvery > 0 && saveFile.empty())
+    return fail("--save-every needs --save PATH");
+  if (threads < 0)
+    return fail("--threads must not be negative (0: every core)");
+  for (const cl::opt<std::string> *path :
+       {&saveFile, &metricsFile, &resumeFile, &initFrom, &tokenFile,
+        &evalTokenFile})
+    if (path->getNumOccurrences() && path->empty())
+      return fail("--" + path->ArgStr + " needs a file name, not ''");
+
+  // A checkpoint that could not be written is found now, not after the run.
+  if (!saveFile.empty()) {
+    if (Status status = checkReplaceable(saveFile); !status)
+      return fail("--save: " + status.message());
+    StringRef parent = sys::path::parent_path(saveFile);
+    if (!parent.empty() && !sys::fs::is_directory(parent))
+      return fail("--save: the directory '" + parent + "' does not exist");
+  }
 
   DataSource trainData, evalData;
   auto trainArrays = parseNamedFiles(dataFiles, "data");
@@ -230,6 +267,7 @@ int kiln::cli::runTrain() {
     compileOptions.steps = stepsOption;
   compileOptions.device = device;
   compileOptions.fuse = !trainNoFuse;
+  compileOptions.quiet = quiet;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;
     std::optional<int64_t> budget =
@@ -287,7 +325,8 @@ int kiln::cli::runTrain() {
     if (!parsed)
       consumeError(parsed.takeError());
     if (!position)
-      return fail("'" + resumeFile + "' holds no data position: was it "
+      return fail("'" + resumeFile +
+                  "' holds no data position: was it "
                   "saved by kiln train?");
     data::DataPosition where;
     if (Status status = data::DataPosition::parse(position->str(), where);
@@ -310,8 +349,8 @@ int kiln::cli::runTrain() {
     return fail(trainSet.takeError());
   std::unique_ptr<data::Dataset> evalSet;
   if (!evalData.empty()) {
-    auto opened = session.openDataset(evalData, /*training=*/false, 0,
-                                      evalBatches);
+    auto opened =
+        session.openDataset(evalData, /*training=*/false, 0, evalBatches);
     if (!opened)
       return fail(opened.takeError());
     evalSet = std::move(*opened);
@@ -319,8 +358,8 @@ int kiln::cli::runTrain() {
   if (resumePosition) {
     if (Status status = (*trainSet)->seek(*resumePosition); !status)
       return fail(status.message());
-    progress.message(formatv("resumed at step {0} from {1}", session.step(),
-                             resumeFile));
+    progress.message(
+        formatv("resumed at step {0} from {1}", session.step(), resumeFile));
   }
   if (checkNumerics)
     if (Error error = session.setCheckNumerics(true))
@@ -338,11 +377,20 @@ int kiln::cli::runTrain() {
     if (error)
       return fail("cannot write '" + metricsFile + "': " + error.message());
   }
-  auto writeMetrics = [&](json::Object object) {
-    if (metrics) {
-      *metrics << formatv("{0}", json::Value(std::move(object))) << "\n";
-      metrics->flush();
+  // A metrics line that cannot be written stops the run (a full disk
+  // would lose every later line too); the stream's error is taken here so
+  // that it never aborts at exit.
+  auto writeMetrics = [&](json::Object object) -> Error {
+    if (!metrics)
+      return Error::success();
+    *metrics << formatv("{0}", json::Value(std::move(object))) << "\n";
+    metrics->flush();
+    if (std::error_code error = metrics->error()) {
+      metrics->clear_error();
+      return createStringError("cannot write '" + metricsFile +
+                               "': " + error.message());
     }
+    return Error::success();
   };
 
   bool accumulating = artifact->accumulate > 1;
@@ -350,9 +398,16 @@ int kiln::cli::runTrain() {
   int64_t lastStep = untilStep.getNumOccurrences()
                          ? std::min<int64_t>(untilStep, steps)
                          : steps;
-  int64_t every = evalEvery.getNumOccurrences()
-                      ? int64_t(evalEvery)
-                      : artifact->evalEvery.value_or(std::max<int64_t>(1, steps / 10));
+  // Compared unsigned: a checkpoint may hold any step.
+  if (!resumeFile.empty() && session.step() >= uint64_t(lastStep))
+    return fail(formatv("'{0}' is at step {1}, and this run ends at step {2}: "
+                        "there is nothing to train (give --steps beyond {1} "
+                        "to continue it)",
+                        resumeFile, session.step(), lastStep));
+  int64_t every =
+      evalEvery.getNumOccurrences()
+          ? int64_t(evalEvery)
+          : artifact->evalEvery.value_or(std::max<int64_t>(1, steps / 10));
   bool isTokens = !tokenFile.empty();
   int64_t batchItems = (*trainSet)->batchSize();
   if (isTokens)
@@ -368,19 +423,23 @@ int kiln::cli::runTrain() {
     if (!result)
       return result.takeError();
     json::Object object{{"step", step}, {"eval_loss", result->loss}};
-    std::string line = formatv("eval at step {0}: loss {1:f4}", step,
-                               result->loss)
-                           .str();
+    std::string line =
+        formatv("eval at step {0}: loss {1:f4}", step, result->loss).str();
     if (result->accuracy) {
       object["eval_accuracy"] = *result->accuracy;
       line += formatv(", accuracy {0:f2}%", *result->accuracy * 100).str();
     }
     progress.message(line);
-    writeMetrics(std::move(object));
-    return Error::success();
+    return writeMetrics(std::move(object));
+  };
+
+  auto saveCheckpoint = [&]() -> Error {
+    return session.save(saveFile, checkpointMetadata(**trainSet, dataSeed));
   };
 
   double lastLoss = NAN;
+  // From here a signal stops the run after its step, saved (StopSignals.h).
+  StopSignalScope stopSignals;
   for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     std::optional<double> loss;
@@ -406,18 +465,18 @@ int kiln::cli::runTrain() {
                         .count();
     lastLoss = lossSum / double(microBatches);
     double lr = session.readScalar("lr").value_or(NAN);
-    double itemsPerSecond =
-        double(batchItems * microBatches) / (stepMs / 1e3);
+    double itemsPerSecond = double(batchItems * microBatches) / (stepMs / 1e3);
     progress.step(step, lastLoss, lr, stepMs, itemsPerSecond, itemName);
-    json::Object record{{"step", step},
-                        {"loss", lastLoss},
-                        {"lr", lr},
-                        {"step_ms", stepMs},
-                        {isTokens ? "tokens_per_s" : "samples_per_s",
-                         itemsPerSecond}};
+    json::Object record{
+        {"step", step},
+        {"loss", lastLoss},
+        {"lr", lr},
+        {"step_ms", stepMs},
+        {isTokens ? "tokens_per_s" : "samples_per_s", itemsPerSecond}};
     if (std::optional<double> norm = session.readScalar("grad_norm"))
       record["grad_norm"] = *norm;
-    writeMetrics(std::move(record));
+    if (Error error = writeMetrics(std::move(record)))
+      return fail(std::move(error));
     if (!std::isfinite(lastLoss))
       return fail(formatv("the loss is {0} at step {1}; rerun with "
                           "--check-numerics to find the op that made it",
@@ -426,11 +485,21 @@ int kiln::cli::runTrain() {
     if (step % every == 0 || step == lastStep)
       if (Error error = evaluate(step))
         return fail(std::move(error));
-    if (!saveFile.empty() &&
-        ((saveEvery > 0 && step % saveEvery == 0) || step == lastStep))
-      if (Error error =
-              session.save(saveFile, checkpointMetadata(**trainSet, dataSeed)))
+    int stopSignal = StopSignalScope::pendingSignal();
+    if (!saveFile.empty() && ((saveEvery > 0 && step % saveEvery == 0) ||
+                              step == lastStep || stopSignal))
+      if (Error error = saveCheckpoint())
         return fail(std::move(error));
+    if (stopSignal && step < lastStep) {
+      // Not dropped by --quiet: the run did not finish.
+      progress.clearLine();
+      errs() << formatv("kiln train: stopped by {0} after step {1}{2}\n",
+                        StopSignalScope::signalName(stopSignal), step,
+                        saveFile.empty()
+                            ? std::string(" (no --save: nothing kept)")
+                            : "; checkpoint: " + saveFile);
+      return 128 + stopSignal;
+    }
   }
 
   double seconds = std::chrono::duration<double>(

@@ -82,6 +82,9 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 
 Result Session::saveCheckpoint(const std::string &path,
                                const std::string &userMetadata) {
+  // A diverged state would overwrite the last good checkpoint.
+  KILN_RETURN_IF_ERROR(checkFiniteState(
+      "not saved to '" + path + "' (a checkpoint already there is kept)"));
   safetensors::TensorFile file;
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   for (size_t id = 0; id < buffers.size(); ++id) {

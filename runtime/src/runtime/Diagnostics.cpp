@@ -102,6 +102,26 @@ Result Session::checkNumerics(const PreparedEntry &entry, size_t index) const {
   return Result::ok();
 }
 
+Result Session::checkFiniteState(const std::string &purpose) const {
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferInfo &buffer = buffers[id];
+    if (buffer.kind != plan::BufferKind::Param &&
+        buffer.kind != plan::BufferKind::OptimizerState)
+      continue;
+    NonFinite found = scanBuffer(buffer, pointers_[id]);
+    if (found.element < 0)
+      continue;
+    return Result::error(
+        KILN_ERROR_NUMERICS,
+        std::string(bufferKindName(buffer.kind)) + " '" + buffer.name +
+            "' holds " + (found.isNaN ? "a NaN" : "an infinity") +
+            " at element " + std::to_string(found.element) + " after step " +
+            std::to_string(step_) + ": " + purpose);
+  }
+  return Result::ok();
+}
+
 Result Session::checkStatus(const PreparedEntry &entry, size_t index) const {
   const PreparedOp &op = entry.ops[index];
   for (uint32_t id : op.statusBuffers) {

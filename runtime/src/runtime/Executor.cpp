@@ -14,11 +14,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
+#include "SignalMask.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 using namespace kiln;
 using namespace kiln::runtime;
@@ -156,8 +158,8 @@ Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
     for (int64_t columns : {prepared.tileColumns, n % prepared.tileColumns}) {
       if (!rows || !columns)
         continue;
-      std::string error = library->prepare(
-          gemmTile(prepared, 0, 0, rows, 0, columns));
+      std::string error =
+          library->prepare(gemmTile(prepared, 0, 0, rows, 0, columns));
       if (!error.empty())
         return Result::error(KILN_ERROR_UNSUPPORTED, error);
     }
@@ -174,8 +176,8 @@ cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
   };
   // The rows of A (columns of the stored A when transposed) and the columns
   // of B (rows of the stored B when transposed) that the tile reads.
-  int64_t aOffset = batch * call.stride_a() +
-                    (call.transpose_a() ? row : row * call.lda());
+  int64_t aOffset =
+      batch * call.stride_a() + (call.transpose_a() ? row : row * call.lda());
   int64_t bOffset = batch * call.stride_b() +
                     (call.transpose_b() ? column * call.ldb() : column);
   int64_t cOffset = batch * call.stride_c() + row * call.ldc() + column;
@@ -238,9 +240,13 @@ void Session::runGemm(const PreparedOp &op) {
     int64_t row = tile / columnTiles * tileRows;
     int64_t column = tile % columnTiles * tileColumns;
     op.gemmLibrary->run(gemmTile(op, batch, row, std::min(tileRows, m - row),
-                                 column,
-                                 std::min(tileColumns, n - column)));
+                                 column, std::min(tileColumns, n - column)));
   };
+  // No signal may interrupt a library kernel that moves the stack pointer
+  // into the heap (SignalMask.h); the workers have them blocked already.
+  std::optional<AsynchronousSignalsBlocked> blocked;
+  if (op.gemmLibrary->movesStackPointer())
+    blocked.emplace();
   pool_->parallelFor(call.batch() * perBatch, runTile);
 }
 

@@ -144,6 +144,9 @@ private:
   void runKernel(const PreparedOp &op);
   void runGemm(const PreparedOp &op);
   Result checkNumerics(const PreparedEntry &entry, size_t index) const;
+  /// Fails (KILN_ERROR_NUMERICS) if a parameter or optimizer state holds a
+  /// NaN or an infinity, naming it, with `purpose` after the message.
+  Result checkFiniteState(const std::string &purpose) const;
   /// Fails if a kernel reported bad input through a status buffer.
   Result checkStatus(const PreparedEntry &entry, size_t index) const;
   /// Fills the rng_state buffers and zeroes the status buffers.

@@ -12,6 +12,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "ThreadPool.h"
+#include "SignalMask.h"
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <string>
@@ -30,6 +33,9 @@ static inline void cpuRelax() {
 }
 
 ThreadPool::ThreadPool(int numThreads) {
+  // Workers inherit the creating thread's mask: asynchronous signals stay
+  // with the application's threads (SignalMask.h).
+  AsynchronousSignalsBlocked blocked;
   try {
     for (int i = 1; i < numThreads; ++i)
       workers_.emplace_back([this] { workerLoop(); });
@@ -54,12 +60,19 @@ void ThreadPool::stop() {
   workers_.clear();
 }
 
-int ThreadPool::defaultSize() {
-  if (const char *value = std::getenv("KILN_NUM_THREADS")) {
+std::optional<int> ThreadPool::defaultSize(int limit, std::string &error) {
+  if (const char *value = std::getenv("KILN_NUM_THREADS"); value && *value) {
     char *end = nullptr;
+    errno = 0;
     long parsed = std::strtol(value, &end, 10);
-    if (end != value && *end == '\0' && parsed > 0 && parsed <= 4096)
-      return static_cast<int>(parsed);
+    if (end == value || *end != '\0' || errno == ERANGE || parsed < 1 ||
+        parsed > limit) {
+      error = "KILN_NUM_THREADS='" + std::string(value) +
+              "' is not a thread count in [1, " + std::to_string(limit) +
+              "] (unset it to use every core)";
+      return std::nullopt;
+    }
+    return static_cast<int>(parsed);
   }
   unsigned hardware = std::thread::hardware_concurrency();
   return hardware ? static_cast<int>(hardware) : 1;

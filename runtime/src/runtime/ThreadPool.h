@@ -18,6 +18,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -54,9 +56,10 @@ public:
     run(count, trampoline, static_cast<void *>(&task));
   }
 
-  /// The default size: $KILN_NUM_THREADS if set to a positive number, else
-  /// the hardware's thread count.
-  static int defaultSize();
+  /// The default size: $KILN_NUM_THREADS when set (and not empty), else the
+  /// hardware's thread count. A value that is not a whole number in
+  /// [1, `limit`] is an error: nullopt, with `error` naming the variable.
+  static std::optional<int> defaultSize(int limit, std::string &error);
 
 private:
   using Trampoline = void (*)(void *context, int64_t index);

@@ -68,6 +68,10 @@ public:
   /// Computes `problem` on the calling thread. Thread-safe: the pool calls
   /// it from every thread at once, on disjoint tiles of C.
   virtual void run(const GemmProblem &problem) const = 0;
+  /// Whether its kernels point the stack pointer away from the stack while
+  /// they run, so that no signal may be delivered meanwhile
+  /// (runtime/SignalMask.h).
+  virtual bool movesStackPointer() const { return false; }
 };
 
 /// The names of the libraries built into this runtime, in order of

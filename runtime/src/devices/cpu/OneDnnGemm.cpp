@@ -123,6 +123,12 @@ public:
   std::string isa() const override {
     return isaName(dnnl_get_effective_cpu_isa());
   }
+  /// Before 3.11 its JIT f32 GEMM points rsp into a heap buffer (oneDNN
+  /// issue #4845): a signal delivered meanwhile corrupts the heap.
+  bool movesStackPointer() const override {
+    return dnnl_version()->major < 3 ||
+           (dnnl_version()->major == 3 && dnnl_version()->minor < 11);
+  }
   bool supports(GemmTypes types) const override {
     if (types == GemmTypes::F32)
       return true;
@@ -138,9 +144,9 @@ public:
       cap = std::string(" (ONEDNN_MAX_CPU_ISA=") + limit + ")";
     else if (const char *limit = std::getenv("DNNL_MAX_CPU_ISA"))
       cap = std::string(" (DNNL_MAX_CPU_ISA=") + limit + ")";
-    return std::string("oneDNN runs its '") + isaName(effective) +
-           "' kernels" + cap + " on this CPU, which has " +
-           cpuIsaRankName(cpu) + ": GEMMs are slower than they could be";
+    return std::string("oneDNN runs its '") + isaName(effective) + "' kernels" +
+           cap + " on this CPU, which has " + cpuIsaRankName(cpu) +
+           ": GEMMs are slower than they could be";
   }
   void run(const GemmProblem &p) const override {
     if (p.m <= 0 || p.n <= 0)
@@ -190,10 +196,8 @@ private:
     }
     Matmul matmul;
     dnnl_dims_t aDims = {p.m, p.k}, bDims = {p.k, p.n}, cDims = {p.m, p.n};
-    dnnl_dims_t aStrides = {p.transposeA ? 1 : p.lda,
-                            p.transposeA ? p.lda : 1};
-    dnnl_dims_t bStrides = {p.transposeB ? 1 : p.ldb,
-                            p.transposeB ? p.ldb : 1};
+    dnnl_dims_t aStrides = {p.transposeA ? 1 : p.lda, p.transposeA ? p.lda : 1};
+    dnnl_dims_t bStrides = {p.transposeB ? 1 : p.ldb, p.transposeB ? p.ldb : 1};
     dnnl_dims_t cStrides = {p.ldc, 1};
     check(dnnl_memory_desc_init_by_strides(&matmul.a, 2, aDims, dnnl_bf16,
                                            aStrides),
@@ -205,9 +209,9 @@ private:
                                            cStrides),
           "dnnl_memory_desc_init_by_strides");
     dnnl_matmul_desc_t desc;
-    check(dnnl_matmul_desc_init(&desc, &matmul.a, &matmul.b, nullptr,
-                                &matmul.c),
-          "dnnl_matmul_desc_init");
+    check(
+        dnnl_matmul_desc_init(&desc, &matmul.a, &matmul.b, nullptr, &matmul.c),
+        "dnnl_matmul_desc_init");
     dnnl_primitive_attr_t attr;
     check(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
     check(dnnl_primitive_attr_set_scratchpad_mode(attr,
@@ -234,11 +238,11 @@ private:
         dnnl_post_ops_destroy(postOps);
       dnnl_primitive_attr_destroy(attr);
       return "oneDNN has no bf16 matmul for " + std::to_string(p.m) + "x" +
-             std::to_string(p.n) + "x" + std::to_string(p.k) +
-             " (status " + std::to_string(static_cast<int>(created)) + ")";
+             std::to_string(p.n) + "x" + std::to_string(p.k) + " (status " +
+             std::to_string(static_cast<int>(created)) + ")";
     }
-    matmul.scratchpad = *dnnl_primitive_desc_query_md(
-        pd, dnnl_query_scratchpad_md, 0);
+    matmul.scratchpad =
+        *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     matmul.scratchpadBytes = dnnl_memory_desc_get_size(&matmul.scratchpad);
     check(dnnl_primitive_create(&matmul.primitive, pd),
           "dnnl_primitive_create");
