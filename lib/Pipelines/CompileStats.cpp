@@ -122,7 +122,8 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
   int64_t naiveArena = 0, activationBytes = 0;
   CallCounts step;
   llvm::json::Object entries;
-  kernel::BufferAccessAnalysis access;
+  mlir::SymbolTable symbols(module);
+  kernel::BufferAccessAnalysis access(&symbols);
   for (auto entry : module.getOps<kernel::EntryOp>()) {
     kernel::BufferLiveness liveness(entry, access);
     CallCounts calls = countCalls(liveness);
@@ -146,7 +147,8 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
         {"live_lower_bound_bytes", liveness.getLiveLowerBound()},
         {"naive_arena_bytes", liveness.getTotalTransientBytes()},
         {"peak_point", liveness.getPeakPoint()},
-        {"schedule_length", static_cast<int64_t>(liveness.getSchedule().size())},
+        {"schedule_length",
+         static_cast<int64_t>(liveness.getSchedule().size())},
         {"in_place_reuses",
          static_cast<int64_t>(liveness.getInPlaceReuses().size())},
         {"kernels", calls.kernels()},

@@ -119,13 +119,14 @@ KernelArgumentEffects kiln::kernel::analyzeKernelArguments(FuncOp kernel) {
 
 const KernelArgumentEffects *
 BufferAccessAnalysis::getKernelEffects(LaunchOp launch) {
-  FuncOp kernel = launch.getKernelFunc();
+  FuncOp kernel = symbols ? symbols->lookup<FuncOp>(launch.getKernel())
+                          : launch.getKernelFunc();
   if (!kernel)
     return nullptr;
   auto it = kernelEffects.find(kernel);
   if (it == kernelEffects.end())
-    it = kernelEffects.try_emplace(kernel, analyzeKernelArguments(kernel))
-             .first;
+    it =
+        kernelEffects.try_emplace(kernel, analyzeKernelArguments(kernel)).first;
   return &it->second;
 }
 

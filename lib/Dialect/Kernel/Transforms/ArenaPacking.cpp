@@ -17,8 +17,13 @@
 #include <numeric>
 #include <random>
 
-/// Seeded restarts when the fixed orders stay above the lower bound.
+/// Seeded restarts when the fixed orders stay above the lower bound, at
+/// most, and the pairs of blocks all of them may compare together: a
+/// placement compares each block with those placed before it, so a large
+/// entry (thousands of transients) gets fewer restarts, and packing stays
+/// well under a second instead of growing with the square of the model.
 static constexpr int kPackingRestarts = 256;
+static constexpr int64_t kRestartPairBudget = 200'000'000;
 
 using namespace kiln::kernel;
 
@@ -120,7 +125,11 @@ ArenaPacking kiln::kernel::packArena(llvm::ArrayRef<PackingBlock> blocks) {
   int64_t bound = getLiveLowerBound(blocks);
   std::mt19937_64 random(0x4B494C4E); // "KILN"
   llvm::SmallVector<double> weight(blocks.size());
-  for (int restart = 0; restart < kPackingRestarts && best.arenaBytes > bound;
+  int64_t pairs = std::max<int64_t>(1, static_cast<int64_t>(blocks.size()) *
+                                           (blocks.size() - 1) / 2);
+  int64_t restarts =
+      std::min<int64_t>(kPackingRestarts, kRestartPairBudget / pairs);
+  for (int64_t restart = 0; restart < restarts && best.arenaBytes > bound;
        ++restart) {
     for (auto [index, block] : llvm::enumerate(blocks))
       weight[index] = static_cast<double>(block.size) *

@@ -82,8 +82,8 @@ static bool isMergeable(LaunchOp launch, FuncOp kernel,
 /// only that operand.
 static std::optional<Box> getWriteBox(LaunchOp launch, Value operand,
                                       ArrayRef<BufferAccess> operandAccess) {
-  auto box = launch->getAttrOfType<DenseI64ArrayAttr>(
-      KernelDialect::kWriteBoxAttr);
+  auto box =
+      launch->getAttrOfType<DenseI64ArrayAttr>(KernelDialect::kWriteBoxAttr);
   auto type = dyn_cast<MemRefType>(operand.getType());
   if (!box || !type || box.size() != 2 * type.getRank() ||
       llvm::count_if(operandAccess, writes) != 1)
@@ -146,9 +146,8 @@ static bool isIndependent(const LaunchRun &run, LaunchOp launch,
         continue;
       // Boxes compare only in the coordinates of one buffer value.
       if (reads(access) || !box || written != operand ||
-          !llvm::all_of(boxes, [&](Box other) {
-            return areDisjoint(*box, other);
-          }))
+          !llvm::all_of(boxes,
+                        [&](Box other) { return areDisjoint(*box, other); }))
         return false;
     }
   }
@@ -502,7 +501,7 @@ struct KernelMergeLaunchesPass
     // First, sequential kernels move down to the next one where nothing in
     // between depends on them, and chains of sequential kernels become one;
     // then independent neighbours (among them the chains) share a launch.
-    BufferAccessAnalysis access;
+    BufferAccessAnalysis access(&symbols);
     for (auto entry : module.getOps<EntryOp>()) {
       sinkLaunches(entry, symbols, access);
       int64_t chained = 0;
@@ -526,22 +525,21 @@ struct KernelMergeLaunchesPass
       LaunchRun run;
       SmallVector<BufferAccess> operandAccess;
       llvm::append_range(
-          runs,
-          collectRuns(
-              entry,
-              [&](LaunchOp launch) {
-                return isMergeable(launch, kernelOf(launch), access);
-              },
-              [&](LaunchOp launch) {
-                operandAccess = access.getOperandAccess(launch);
-                return exceedsMaxOps(run.ops, opsOf(kernelOf(launch))) ||
-                       !isIndependent(run, launch, operandAccess);
-              },
-              [&](LaunchOp launch) {
-                addToRun(run, launch, operandAccess);
-                run.ops += opsOf(kernelOf(launch));
-              },
-              [&] { run.clear(); }));
+          runs, collectRuns(
+                    entry,
+                    [&](LaunchOp launch) {
+                      return isMergeable(launch, kernelOf(launch), access);
+                    },
+                    [&](LaunchOp launch) {
+                      operandAccess = access.getOperandAccess(launch);
+                      return exceedsMaxOps(run.ops, opsOf(kernelOf(launch))) ||
+                             !isIndependent(run, launch, operandAccess);
+                    },
+                    [&](LaunchOp launch) {
+                      addToRun(run, launch, operandAccess);
+                      run.ops += opsOf(kernelOf(launch));
+                    },
+                    [&] { run.clear(); }));
     }
     for (ArrayRef<LaunchOp> run : runs)
       if (failed(mergeRun(run, symbols, nextName)))

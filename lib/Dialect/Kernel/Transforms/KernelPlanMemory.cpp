@@ -1,4 +1,5 @@
-//===- KernelPlanMemory.cpp - The memory planner ---------------------------===//
+//===- KernelPlanMemory.cpp - The memory planner
+//---------------------------===//
 //
 // Part of Kiln. --kernel-plan-memory: per entry, live ranges and in-place
 // slots from BufferLiveness, offsets from ArenaPacking, and a check of the
@@ -29,8 +30,7 @@ static LogicalResult checkWrittenBeforeRead(const BufferLiveness &liveness) {
     Operation *reader = liveness.getSchedule()[transient.firstUse];
     AllocOp alloc = transient.alloc;
     InFlightDiagnostic diag =
-        alloc.emitError()
-        << "transient buffer is read before any op writes it";
+        alloc.emitError() << "transient buffer is read before any op writes it";
     diag.attachNote(reader->getLoc()) << "first read here";
     return diag;
   }
@@ -45,7 +45,8 @@ struct KernelPlanMemoryPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder builder(&getContext());
-    BufferAccessAnalysis access;
+    SymbolTable symbols(module);
+    BufferAccessAnalysis access(&symbols);
     int64_t arenaBytes = 0, lowerBound = 0;
     for (auto entry : module.getOps<EntryOp>()) {
       BufferLiveness liveness(entry, access);
@@ -57,8 +58,9 @@ struct KernelPlanMemoryPass
         blocks.push_back({slot.sizeInBytes, slot.firstUse, slot.lastUse});
       ArenaPacking packing = packArena(blocks);
       for (const Transient &transient : liveness.getTransients())
-        AllocOp(transient.alloc).setArenaOffsetAttr(
-            builder.getI64IntegerAttr(packing.offsets[transient.slot]));
+        AllocOp(transient.alloc)
+            .setArenaOffsetAttr(
+                builder.getI64IntegerAttr(packing.offsets[transient.slot]));
 
       entry->setAttr(kArenaBytesAttr,
                      builder.getI64IntegerAttr(packing.arenaBytes));

@@ -1,4 +1,5 @@
-//===- KernelVerifyArena.cpp - Check an arena placement --------------------===//
+//===- KernelVerifyArena.cpp - Check an arena placement
+//--------------------===//
 //
 // Part of Kiln. --kernel-verify-arena: runs ArenaCheck on every entry, after
 // either placement pass.
@@ -24,7 +25,8 @@ struct KernelVerifyArenaPass
     std::optional<int64_t> arenaBytes;
     if (auto attr = module->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
       arenaBytes = attr.getInt();
-    BufferAccessAnalysis access;
+    SymbolTable symbols(module);
+    BufferAccessAnalysis access(&symbols);
     bool failed = false;
     for (auto entry : module.getOps<EntryOp>()) {
       BufferLiveness liveness(entry, access);

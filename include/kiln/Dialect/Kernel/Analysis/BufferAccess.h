@@ -12,6 +12,8 @@
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 
+#include "mlir/IR/SymbolTable.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -30,7 +32,8 @@ inline BufferAccess operator|(BufferAccess a, BufferAccess b) {
                                    static_cast<uint8_t>(b));
 }
 inline bool reads(BufferAccess access) {
-  return static_cast<uint8_t>(access) & static_cast<uint8_t>(BufferAccess::Read);
+  return static_cast<uint8_t>(access) &
+         static_cast<uint8_t>(BufferAccess::Read);
 }
 inline bool writes(BufferAccess access) {
   return static_cast<uint8_t>(access) &
@@ -73,6 +76,12 @@ bool isScheduledOp(mlir::Operation *op);
 /// scheduled op of an entry, how it touches each buffer operand.
 class BufferAccessAnalysis {
 public:
+  /// Kernels are looked up in `symbols` when given (a pass that keeps its
+  /// table current: a lookup is then a hash lookup, not a walk of the
+  /// module), else from each launch.
+  explicit BufferAccessAnalysis(mlir::SymbolTable *symbols = nullptr)
+      : symbols(symbols) {}
+
   /// The access of each operand of `op`, in operand order (None for
   /// operands that are not buffers). Unknown ops read and write every
   /// buffer operand.
@@ -81,12 +90,13 @@ public:
   /// The operand pairs (input, output operand indices) of `op` whose
   /// output may be written over the input: for a launch, its kernel's
   /// elementwise pairs; empty for every other op.
-  llvm::SmallVector<ElementwisePair> getElementwiseOperandPairs(
-      mlir::Operation *op);
+  llvm::SmallVector<ElementwisePair>
+  getElementwiseOperandPairs(mlir::Operation *op);
 
 private:
   const KernelArgumentEffects *getKernelEffects(LaunchOp launch);
 
+  mlir::SymbolTable *symbols;
   llvm::DenseMap<mlir::Operation *, KernelArgumentEffects> kernelEffects;
 };
 
