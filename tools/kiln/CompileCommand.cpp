@@ -208,6 +208,22 @@ static int writeMemoryTimeline(mlir::ModuleOp module, int64_t budget) {
   return 0;
 }
 
+/// Keeps `output` if everything reached it; else reports the write error
+/// (a full disk) and lets the partial file go. Returns the exit status.
+static int keepOutput(ToolOutputFile &output, StringRef path) {
+  output.os().flush();
+  if (std::error_code error = output.os().error()) {
+    output.os().clear_error();
+    std::string where = path == "-" ? std::string("to standard output")
+                                    : "'" + path.str() + "'";
+    WithColor::error(errs(), "kiln")
+        << "cannot write " << where << ": " << error.message() << "\n";
+    return 1;
+  }
+  output.keep();
+  return 0;
+}
+
 int kiln::cli::runCompile() {
   // Both compile the training step their own way and write no artifact.
   if ((fitBatch || memoryTimeline.getNumOccurrences()) &&
@@ -352,14 +368,12 @@ int kiln::cli::runCompile() {
     if (mlir::failed(llvmModule))
       return 1;
     (*llvmModule)->print(output->os(), nullptr);
-    output->keep();
-    return 0;
+    return keepOutput(*output, compileOutput);
   }
   mlir::OpPrintingFlags flags;
   if (printDebugInfo)
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
   model->module->print(output->os(), flags);
   output->os() << "\n";
-  output->keep();
-  return 0;
+  return keepOutput(*output, compileOutput);
 }

@@ -1,4 +1,5 @@
-//===- kiln.cpp - The Kiln command-line interface --------------------------===//
+//===- kiln.cpp - The Kiln command-line interface
+//--------------------------===//
 //
 // Part of Kiln. `kiln <subcommand> ...`: check, compile, run. Each subcommand
 // has its own --help.
@@ -20,9 +21,8 @@ int main(int argc, char **argv) {
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
         &kiln::cli::compileCommand, &kiln::cli::runCommand,
-        &kiln::cli::plotCommand,
-        &kiln::cli::trainCommand, &kiln::cli::inspectCommand,
-        &kiln::cli::sampleCommand})
+        &kiln::cli::plotCommand, &kiln::cli::trainCommand,
+        &kiln::cli::inspectCommand, &kiln::cli::sampleCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -36,20 +36,33 @@ int main(int argc, char **argv) {
       "  kiln sample CKPT.safetensors --model MODEL.kiln --prompt TEXT\n\n"
       "Run `kiln SUBCOMMAND --help` for a subcommand's options.\n");
 
+  int status = -1;
   if (kiln::cli::checkCommand)
-    return kiln::cli::runCheck();
-  if (kiln::cli::compileCommand)
-    return kiln::cli::runCompile();
-  if (kiln::cli::runCommand)
-    return kiln::cli::runRun();
-  if (kiln::cli::plotCommand)
-    return kiln::cli::runPlot();
-  if (kiln::cli::trainCommand)
-    return kiln::cli::runTrain();
-  if (kiln::cli::inspectCommand)
-    return kiln::cli::runInspect();
-  if (kiln::cli::sampleCommand)
-    return kiln::cli::runSample();
+    status = kiln::cli::runCheck();
+  else if (kiln::cli::compileCommand)
+    status = kiln::cli::runCompile();
+  else if (kiln::cli::runCommand)
+    status = kiln::cli::runRun();
+  else if (kiln::cli::plotCommand)
+    status = kiln::cli::runPlot();
+  else if (kiln::cli::trainCommand)
+    status = kiln::cli::runTrain();
+  else if (kiln::cli::inspectCommand)
+    status = kiln::cli::runInspect();
+  else if (kiln::cli::sampleCommand)
+    status = kiln::cli::runSample();
+  if (status >= 0) {
+    // Standard output that could not be written (a full disk, /dev/full)
+    // is an error with its reason, not LLVM's fatal "IO failure" at exit.
+    outs().flush();
+    if (std::error_code error = outs().error()) {
+      outs().clear_error();
+      WithColor::error(errs(), "kiln")
+          << "cannot write to standard output: " << error.message() << "\n";
+      return status ? status : 1;
+    }
+    return status;
+  }
 
   WithColor::error(errs(), "kiln")
       << "missing subcommand: expected check, compile, run, train, sample, "
