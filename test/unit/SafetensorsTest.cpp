@@ -8,8 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Safetensors.h"
+#include "FileSizeLimit.h"
+
 #include "kiln/Files.h"
+#include "kiln/Safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -465,10 +467,25 @@ TEST_F(SafetensorsFileTest, StaleTemporariesGoAtTheNextSaveLockedOnesStay) {
 TEST_F(SafetensorsFileTest, FailedSaveLeavesTheOldCheckpointIntact) {
   const std::string file = path("ckpt.safetensors");
   ASSERT_TRUE(writeSafetensors(file, sampleFile()));
+  const std::vector<uint8_t> before = readBytes(file);
   TensorFile other;
   const float value = 1.0f;
   ASSERT_TRUE(other.add("x", DType::F32, {1}, &value, sizeof(value)));
+
+  // The temporary cannot be created (no file may be opened): the save
+  // fails, naming it, before it touches the existing checkpoint.
   Status status = Status::ok();
+  {
+    kiln::testing::NoNewFiles noFiles;
+    status = writeSafetensors(file, other);
+  }
+  ASSERT_FALSE(status);
+  EXPECT_NE(status.message().find("cannot create a temporary file '" +
+                                  temporaryPrefix(file)),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(readBytes(file), before);
+  EXPECT_EQ(listDir(), std::vector<std::string>{"ckpt.safetensors"});
 
   // The directory does not exist.
   status = writeSafetensors(path("missing/ckpt.safetensors"), other);
@@ -488,15 +505,11 @@ TEST_F(SafetensorsFileTest, SaveInterruptedMidWriteLeavesTheOldFileIntact) {
   TensorFile large;
   ASSERT_TRUE(large.add("big", DType::F32, {int64_t(big.size())}, big.data(),
                         big.size() * sizeof(float)));
-  struct rlimit saved;
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  struct rlimit limited = saved;
-  limited.rlim_cur = 4096;
-  auto previousHandler = std::signal(SIGXFSZ, SIG_IGN);
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
-  Status status = writeSafetensors(file, large);
-  setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, previousHandler);
+  Status status = Status::ok();
+  {
+    kiln::testing::FileSizeLimit limit(4096);
+    status = writeSafetensors(file, large);
+  }
 
   ASSERT_FALSE(status);
   EXPECT_NE(status.message().find("cannot write temporary file"),
