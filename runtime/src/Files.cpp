@@ -94,40 +94,50 @@ bool stillNames(const std::string &path, int fd) {
          byName.st_dev == byFd.st_dev && byName.st_ino == byFd.st_ino;
 }
 
-/// Creates and locks a temporary file PATH.tmp.XXXXXX.
-Status createLockedTemporary(const std::string &path, std::string &tempPath,
-                             int &fd) {
+/// Creates PATH.tmp.XXXXXX (a file, or a directory when `directory`),
+/// opens it as `fd` and locks it. A cleaner may remove a fresh temporary
+/// before its creator holds the lock: then it makes another.
+Status createLockedTemporary(const std::string &path, bool directory,
+                             std::string &tempPath, int &fd) {
+  const std::string what = directory ? "directory" : "file";
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::string pattern = temporaryPrefix(path) + "XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
-    fd = ::mkostemp(name.data(), O_CLOEXEC);
-    if (fd < 0)
-      return systemError("cannot create a temporary file", pattern);
+    if (directory) {
+      fd = -1;
+      if (::mkdtemp(name.data()))
+        fd = ::open(name.data(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } else {
+      fd = ::mkostemp(name.data(), O_CLOEXEC);
+    }
+    if (fd < 0) {
+      Status status = systemError("cannot create a temporary " + what, pattern);
+      if (directory)
+        ::rmdir(name.data()); // Made, but not opened.
+      return status;
+    }
     tempPath = name.data();
     if (!lockExclusive(fd)) {
-      Status status = systemError("cannot lock temporary file", tempPath);
+      Status status = systemError("cannot lock temporary " + what, tempPath);
       ::close(fd);
-      ::unlink(tempPath.c_str());
+      directory ? ::rmdir(tempPath.c_str()) : ::unlink(tempPath.c_str());
       return status;
     }
     if (stillNames(tempPath, fd)) {
-      ::fchmod(fd, 0644);
+      ::fchmod(fd, directory ? 0755 : 0644);
       return Status::ok();
     }
-    ::close(fd); // Removed by a cleaner before we locked it: again.
+    ::close(fd);
   }
-  return Status::error("cannot keep a temporary file for '" + path + "'");
+  return Status::error("cannot keep a temporary " + what + " for '" + path +
+                       "'");
 }
 
-/// Closes `fd` and removes the temporary file, keeping errno of the failure
-/// that got us here.
+/// Removes the temporary file and closes it (its lock goes with it).
 void abandon(int fd, const std::string &tempPath) {
-  int error = errno;
   ::unlink(tempPath.c_str());
-  if (fd >= 0)
-    ::close(fd);
-  errno = error;
+  ::close(fd);
 }
 
 Status fsyncDirectory(const std::string &directory, const char *after) {
@@ -217,15 +227,7 @@ Status fsyncTree(const std::string &directory) {
   ::closedir(dir);
   if (!status.isOk())
     return status;
-  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return systemError("cannot open directory", directory);
-  int result = ::fsync(fd);
-  Status synced = result == 0
-                      ? Status::ok()
-                      : systemError("cannot fsync directory", directory);
-  ::close(fd);
-  return synced;
+  return fsyncDirectory(directory, "wrote its files");
 }
 
 } // namespace
@@ -305,7 +307,9 @@ Status writeFileAtomically(const std::string &path, const void *data,
   removeStaleTemporaries(path);
   std::string tempPath;
   int fd = -1;
-  if (Status status = createLockedTemporary(path, tempPath, fd); !status.isOk())
+  if (Status status =
+          createLockedTemporary(path, /*directory=*/false, tempPath, fd);
+      !status.isOk())
     return status;
   if (!writeAll(fd, static_cast<const uint8_t *>(data), size)) {
     Status status = systemError("cannot write temporary file", tempPath);
@@ -383,35 +387,15 @@ Status TemporaryDirectory::create(const std::string &target) {
     return Status::error("cannot write a directory with an empty path");
   target_ = target;
   removeStaleTemporaries(target);
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    std::string pattern = temporaryPrefix(target) + "XXXXXX";
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    if (!::mkdtemp(name.data()))
-      return systemError("cannot create a temporary directory", pattern);
-    std::string created = name.data();
-    int fd = ::open(created.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-      Status status = systemError("cannot open", created);
-      ::rmdir(created.c_str());
-      return status;
-    }
-    if (!lockExclusive(fd)) {
-      Status status = systemError("cannot lock", created);
-      ::close(fd);
-      ::rmdir(created.c_str());
-      return status;
-    }
-    if (stillNames(created, fd)) {
-      ::fchmod(fd, 0755);
-      path_ = created;
-      lockFd_ = fd;
-      return Status::ok();
-    }
-    ::close(fd);
-  }
-  return Status::error("cannot keep a temporary directory for '" + target +
-                       "'");
+  int fd = -1;
+  std::string created;
+  if (Status status =
+          createLockedTemporary(target, /*directory=*/true, created, fd);
+      !status.isOk())
+    return status;
+  path_ = created;
+  lockFd_ = fd;
+  return Status::ok();
 }
 
 Status TemporaryDirectory::commit(bool (*replaceable)(const std::string &)) {
