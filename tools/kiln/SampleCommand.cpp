@@ -101,7 +101,7 @@ int kiln::cli::runSample() {
   if (!artifact)
     return fail(toString(artifact.takeError()));
   Expected<std::unique_ptr<TrainSession>> opened =
-      TrainSession::open(artifact->directory, "cpu", 0);
+      TrainSession::open(std::move(artifact->opened), "cpu", 0);
   if (!opened)
     return fail(toString(opened.takeError()));
   TrainSession &session = **opened;

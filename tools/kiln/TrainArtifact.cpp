@@ -177,15 +177,14 @@ kiln::cli::compileForTraining(StringRef modelPath,
   if (sys::fs::is_directory(directory)) {
     kiln_artifact *cached = nullptr;
     if (kiln_artifact_open(artifact.directory.c_str(), &cached) == KILN_OK) {
-      kiln_artifact_close(cached);
+      artifact.opened.reset(cached);
       artifact.fromCache = true;
       return artifact;
     }
-    artifact.cacheProblem = kiln_last_error();
     // Not dropped by --quiet: a damaged cache entry is news.
     WithColor::warning(errs(), "kiln")
         << "the cached artifact is invalid; compiling it again: "
-        << artifact.cacheProblem << "\n";
+        << kiln_last_error() << "\n";
   }
 
   // Compile: training entries, kernels, then the artifact, which
@@ -215,6 +214,11 @@ kiln::cli::compileForTraining(StringRef modelPath,
   };
   if (failed(writeArtifact(module, directory, artifactOptions)))
     return createStringError("cannot write the artifact (see above)");
+  kiln_artifact *written = nullptr;
+  if (kiln_artifact_open(artifact.directory.c_str(), &written) != KILN_OK)
+    return createStringError(Twine("cannot open the artifact just written: ") +
+                             kiln_last_error());
+  artifact.opened.reset(written);
   artifact.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -13,7 +13,10 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include "kiln/runtime.h"
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -46,14 +49,21 @@ struct TrainCompileOptions {
   bool inferenceOnly = false;
 };
 
+/// Closes an artifact handle of the C API.
+struct ArtifactCloser {
+  void operator()(kiln_artifact *artifact) const {
+    kiln_artifact_close(artifact);
+  }
+};
+using ArtifactHandle = std::unique_ptr<kiln_artifact, ArtifactCloser>;
+
 /// The result of compiling (or finding in the cache).
 struct TrainArtifact {
   std::string directory;
+  /// The artifact, open: the cache entry as it was validated, or the one
+  /// just written (TrainSession::open takes it).
+  ArtifactHandle opened;
   bool fromCache = false;
-  /// Why the cache entry found in its place could not be used (it was
-  /// compiled again and replaced, with a warning); empty when there was
-  /// none.
-  std::string cacheProblem;
   double compileSeconds = 0;
   /// The train block's settings after overrides.
   int64_t steps = 0;

@@ -295,7 +295,7 @@ int kiln::cli::runTrain() {
                              *artifact->stopAfter, artifact->steps));
 
   Expected<std::unique_ptr<TrainSession>> opened =
-      TrainSession::open(artifact->directory, device, threads);
+      TrainSession::open(std::move(artifact->opened), device, threads);
   if (!opened)
     return fail(opened.takeError());
   TrainSession &session = **opened;

@@ -1,4 +1,5 @@
-//===- TrainSession.cpp - A runtime session fed by data loaders ------------===//
+//===- TrainSession.cpp - A runtime session fed by data loaders
+//------------===//
 //
 // Part of Kiln.
 //
@@ -82,11 +83,10 @@ Error TrainSession::lastError(StringRef what) const {
 }
 
 Expected<std::unique_ptr<TrainSession>>
-TrainSession::open(const std::string &directory, const std::string &device,
+TrainSession::open(ArtifactHandle artifact, const std::string &device,
                    int32_t numThreads) {
   std::unique_ptr<TrainSession> result(new TrainSession());
-  if (kiln_artifact_open(directory.c_str(), &result->artifact) != KILN_OK)
-    return result->lastError("cannot open the artifact");
+  result->artifact = artifact.release();
   size_t count = 0;
   kiln_artifact_buffer_count(result->artifact, &count);
   for (size_t i = 0; i < count; ++i) {
@@ -126,7 +126,8 @@ const PlanInput *TrainSession::findInput(StringRef name) const {
 Expected<std::unique_ptr<data::Dataset>>
 TrainSession::openDataset(const DataSource &source, bool training,
                           uint64_t seed, int64_t evalBatches) {
-  data::Order order = training ? data::Order::Shuffled : data::Order::Sequential;
+  data::Order order =
+      training ? data::Order::Shuffled : data::Order::Sequential;
   if (!source.tokenFile.empty()) {
     const PlanInput *tokens = findInput("tokens");
     const PlanInput *targets = findInput("targets");
@@ -142,8 +143,8 @@ TrainSession::openDataset(const DataSource &source, bool training,
     options.order = order;
     options.sequentialBatches = training ? 0 : evalBatches;
     std::unique_ptr<data::TokenDataset> dataset;
-    if (Status status = data::TokenDataset::open(source.tokenFile, options,
-                                                 dataset);
+    if (Status status =
+            data::TokenDataset::open(source.tokenFile, options, dataset);
         !status)
       return statusError(status);
     return std::unique_ptr<data::Dataset>(std::move(dataset));
@@ -167,16 +168,17 @@ TrainSession::openDataset(const DataSource &source, bool training,
           "dim and a numeric type)",
           name));
     batchSize = input->shape[0];
-    inputs.push_back({name, path, *dtype,
-                      std::vector<int64_t>(input->shape.begin() + 1,
-                                           input->shape.end())});
+    inputs.push_back(
+        {name, path, *dtype,
+         std::vector<int64_t>(input->shape.begin() + 1, input->shape.end())});
   }
   for (const PlanInput &input : planInputs)
-    if (!llvm::any_of(source.arrays,
-                      [&](const auto &pair) { return pair.first == input.name; }))
-      return createStringError(formatv(
-          "input '{0}' has no data: add {1} {0}=FILE.npy", input.name,
-          training ? "--data" : "--eval"));
+    if (!llvm::any_of(source.arrays, [&](const auto &pair) {
+          return pair.first == input.name;
+        }))
+      return createStringError(
+          formatv("input '{0}' has no data: add {1} {0}=FILE.npy", input.name,
+                  training ? "--data" : "--eval"));
   data::ArrayDatasetOptions options;
   options.batchSize = batchSize;
   options.seed = seed;
@@ -237,7 +239,8 @@ static const npy::Array *findTargets(const data::Batch &batch,
     const npy::Array *array = batch.find(name);
     if (array && !logitsShape.empty() &&
         ArrayRef<int64_t>(array->shape) == logitsShape.drop_back() &&
-        (array->dtype == npy::DType::Int32 || array->dtype == npy::DType::Int64))
+        (array->dtype == npy::DType::Int32 ||
+         array->dtype == npy::DType::Int64))
       return array;
   }
   return nullptr;
@@ -312,8 +315,8 @@ Error TrainSession::initialize(uint64_t seed) {
 }
 
 Error TrainSession::loadParameters(const std::string &path) {
-  if (kiln_session_load_checkpoint(session, path.c_str(),
-                                   KILN_LOAD_PARAMS_ONLY, nullptr) != KILN_OK)
+  if (kiln_session_load_checkpoint(session, path.c_str(), KILN_LOAD_PARAMS_ONLY,
+                                   nullptr) != KILN_OK)
     return lastError("cannot load '" + path + "'");
   return Error::success();
 }
@@ -405,11 +408,10 @@ void TrainSession::printProfile(raw_ostream &os, size_t limit) const {
     if (kiln_session_profile_op(session, i, &profile) != KILN_OK ||
         profile.calls == 0)
       continue;
-    std::string where =
-        profile.line ? formatv("{0}:{1}:{2}", profile.file, profile.line,
-                               profile.column)
-                           .str()
-                     : std::string("-");
+    std::string where = profile.line ? formatv("{0}:{1}:{2}", profile.file,
+                                               profile.line, profile.column)
+                                           .str()
+                                     : std::string("-");
     std::string key = (Twine(profile.entry) + "|" + profile.name + "|" +
                        profile.call + "|" + where)
                           .str();
@@ -423,10 +425,10 @@ void TrainSession::printProfile(raw_ostream &os, size_t limit) const {
   }
   llvm::sort(rows, [](const Row &a, const Row &b) { return a.ms > b.ms; });
   os << formatv("profile: {0:f1} ms in ops, most expensive first\n", total);
-  os << formatv("  {0,8} {1,6} {2,8}  {3,-40} {4}\n", "ms", "%", "calls",
-                "op", "model line");
+  os << formatv("  {0,8} {1,6} {2,8}  {3,-40} {4}\n", "ms", "%", "calls", "op",
+                "model line");
   for (size_t i = 0; i < rows.size() && i < limit; ++i)
-    os << formatv("  {0,8:f1} {1,6:f1} {2,8}  {3,-40} {4}  ({5})\n",
-                  rows[i].ms, 100 * rows[i].ms / std::max(total, 1e-9),
-                  rows[i].calls, rows[i].name, rows[i].where, rows[i].entry);
+    os << formatv("  {0,8:f1} {1,6:f1} {2,8}  {3,-40} {4}  ({5})\n", rows[i].ms,
+                  100 * rows[i].ms / std::max(total, 1e-9), rows[i].calls,
+                  rows[i].name, rows[i].where, rows[i].entry);
 }

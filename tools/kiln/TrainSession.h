@@ -10,6 +10,8 @@
 #ifndef KILN_TOOLS_KILN_TRAINSESSION_H
 #define KILN_TOOLS_KILN_TRAINSESSION_H
 
+#include "TrainArtifact.h"
+
 #include "kiln/DataLoader.h"
 #include "kiln/runtime.h"
 
@@ -51,10 +53,9 @@ class TrainSession {
 public:
   ~TrainSession();
 
-  /// Opens the artifact at `directory` and creates a session on `device`.
+  /// Takes the open `artifact` and creates a session on `device`.
   static llvm::Expected<std::unique_ptr<TrainSession>>
-  open(const std::string &directory, const std::string &device,
-       int32_t numThreads);
+  open(ArtifactHandle artifact, const std::string &device, int32_t numThreads);
 
   /// Opens a dataset for the inputs of `entry`: shuffled with `seed` for
   /// training, sequential for evaluation (`evalBatches` windows of a token
