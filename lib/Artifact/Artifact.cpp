@@ -77,13 +77,10 @@ LogicalResult kiln::writeArtifact(ModuleOp module, StringRef directory,
   TimingScope none;
   TimingScope &timing = options.timing ? *options.timing : none;
   // The kernels first: the plan records their hash.
-  std::string kernelsPath = pathOf("kernels.so");
-  if (failed(
-          buildKernelsSharedObject(module, kernelsPath, options.host, &timing)))
-    return failure();
   std::string kernels;
-  if (Status status = readWholeFile(kernelsPath, kernels); !status.isOk())
-    return fileError(status);
+  if (failed(buildKernelsSharedObject(module, pathOf("kernels.so"),
+                                      options.host, &timing, &kernels)))
+    return failure();
   if (options.onStageDone)
     options.onStageDone("code generation (kernels.so)");
   ArtifactOptions planOptions = options;

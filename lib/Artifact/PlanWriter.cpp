@@ -182,13 +182,14 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *at, StringRef name,
     int64_t bytes = kernel::getBufferSizeInBytes(type);
     int64_t elementBytes = bytes / std::max<int64_t>(type.getNumElements(), 1);
     int64_t stored = splat ? elementBytes : bytes;
-    std::vector<uint8_t> raw(stored);
+    // The attribute's storage is exactly that: one element for a splat, all
+    // of them packed otherwise.
     ArrayRef<char> source = dense.getRawData();
-    for (int64_t i = 0; i * elementBytes < stored; ++i)
-      std::memcpy(raw.data() + i * elementBytes,
-                  source.data() + (dense.isSplat() ? 0 : i * elementBytes),
-                  elementBytes);
-    dataOffset = fbb.CreateVector(raw);
+    if (static_cast<int64_t>(source.size()) != stored)
+      return at->emitError()
+             << "a constant of " << stored << " bytes stores " << source.size();
+    dataOffset = fbb.CreateVector(
+        reinterpret_cast<const uint8_t *>(source.data()), source.size());
   }
   plan::BufferBuilder buffer(fbb);
   buffer.add_id(id);

@@ -96,7 +96,8 @@ static cl::opt<double> progressAfter(
     "progress-after",
     cl::desc("Print a line per finished stage once the compile has run this "
              "many seconds"),
-    cl::value_desc("SECONDS"), cl::init(5.0), cl::Hidden,
+    cl::value_desc("SECONDS"),
+    cl::init(kiln::CompileProgress::kDefaultAfterSeconds), cl::Hidden,
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> printTiming(
     "timing",

@@ -198,7 +198,8 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.fuse = options.fuse;
   buildKernelPipeline(pm, pipeline);
   // Past a few seconds, a line per stage: a long compile is not a hang.
-  CompileProgress progress(errs(), options.quiet ? HUGE_VAL : 5.0);
+  CompileProgress progress(
+      errs(), options.quiet ? HUGE_VAL : CompileProgress::kDefaultAfterSeconds);
   pm.addInstrumentation(progress.instrumentation());
   if (failed(pm.run(module)))
     return createStringError("compilation failed (see above)");

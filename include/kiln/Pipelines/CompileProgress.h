@@ -22,6 +22,9 @@ namespace kiln {
 /// once `afterSeconds` have passed since construction.
 class CompileProgress {
 public:
+  /// How long a compile runs before it reports its stages, by default.
+  static constexpr double kDefaultAfterSeconds = 5.0;
+
   CompileProgress(llvm::raw_ostream &os, double afterSeconds);
 
   /// Reports that `stage` has finished.

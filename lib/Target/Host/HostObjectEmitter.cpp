@@ -219,7 +219,8 @@ static LogicalResult createTemporaryObject(TemporaryObject &object,
 /// and a mapped file on a full disk kills it with SIGBUS (even with
 /// --no-mmap-output-file), where a write reports ENOSPC.
 static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
-                                 llvm::StringRef outputPath, Location loc) {
+                                 llvm::StringRef outputPath, Location loc,
+                                 std::string &bytes) {
   llvm::StringRef linker = KILN_LD_LLD;
   if (linker.empty() || !llvm::sys::fs::can_execute(linker))
     return emitError(loc) << "cannot link kernels.so: ld.lld-22 was not found "
@@ -275,7 +276,6 @@ static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
     }
     return error;
   }
-  std::string bytes;
   if (kiln::Status read = kiln::readWholeFile(output, bytes); !read.isOk())
     return emitError(loc) << read.message();
   if (kiln::Status written = kiln::writeFileAtomically(
@@ -288,7 +288,8 @@ static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
 LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
                                              llvm::StringRef outputPath,
                                              const HostTargetOptions &options,
-                                             TimingScope *timing) {
+                                             TimingScope *timing,
+                                             std::string *written) {
   TimingScope none;
   TimingScope &parent = timing ? *timing : none;
   Location loc = kernelModule.getLoc();
@@ -370,5 +371,10 @@ LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
     if (!message.empty())
       return emitError(loc) << "compiling the kernels: " << message;
   TimingScope linking = parent.nest("link kernels.so");
-  return linkObjects(objects, outputPath, loc);
+  std::string bytes;
+  if (failed(linkObjects(objects, outputPath, loc, bytes)))
+    return failure();
+  if (written)
+    *written = std::move(bytes);
+  return success();
 }

@@ -147,6 +147,7 @@ Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
     gemmUses_.push_back(use);
   prepared.gemm = &call;
   prepared.gemmLibrary = library.get();
+  prepared.gemmBlocksSignals = library->movesStackPointer();
   int64_t m = call.m(), n = call.n();
   prepared.tileRows = call.tile_m() > 0 ? std::min(call.tile_m(), m) : m;
   prepared.tileColumns = call.tile_n() > 0 ? std::min(call.tile_n(), n) : n;
@@ -245,7 +246,7 @@ void Session::runGemm(const PreparedOp &op) {
   // No signal may interrupt a library kernel that moves the stack pointer
   // into the heap (SignalMask.h); the workers have them blocked already.
   std::optional<AsynchronousSignalsBlocked> blocked;
-  if (op.gemmLibrary->movesStackPointer())
+  if (op.gemmBlocksSignals)
     blocked.emplace();
   pool_->parallelFor(call.batch() * perBatch, runTile);
 }

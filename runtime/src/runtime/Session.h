@@ -56,6 +56,9 @@ struct PreparedOp {
   // GemmCall: the library that computes it and its tiles of C.
   const plan::GemmCall *gemm = nullptr;
   const cpu::GemmLibrary *gemmLibrary = nullptr;
+  /// Whether asynchronous signals are blocked while it runs (its library
+  /// moves the stack pointer: SignalMask.h).
+  bool gemmBlocksSignals = false;
   cpu::GemmTypes gemmTypes = cpu::GemmTypes::F32;
   int64_t tileRows = 0, tileColumns = 0;
   // CopyCall (source, destination) and ZeroCall (destination).

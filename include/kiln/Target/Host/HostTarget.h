@@ -61,11 +61,12 @@ buildHostLLVMModule(mlir::ModuleOp kernelModule, llvm::LLVMContext &context,
 
 /// `kernelModule`'s kernels into the shared object `outputPath`: optimized
 /// and compiled in parts on every core (the parts do not depend on the core
-/// count), then linked. Its phases are timed under `timing` when given.
-mlir::LogicalResult buildKernelsSharedObject(mlir::ModuleOp kernelModule,
-                                             llvm::StringRef outputPath,
-                                             const HostTargetOptions &options,
-                                             mlir::TimingScope *timing = nullptr);
+/// count), then linked. Its phases are timed under `timing` when given; the
+/// bytes written go to `written` when given.
+mlir::LogicalResult buildKernelsSharedObject(
+    mlir::ModuleOp kernelModule, llvm::StringRef outputPath,
+    const HostTargetOptions &options, mlir::TimingScope *timing = nullptr,
+    std::string *written = nullptr);
 
 } // namespace kiln
 
