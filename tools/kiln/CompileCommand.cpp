@@ -262,6 +262,9 @@ int kiln::cli::runCompile() {
   }
   if (!model->module)
     return 1;
+  // Errors from here on point into the model file, with its lines.
+  mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                           model->context.get());
   std::optional<int64_t> budget = resolveMemoryBudget(*model->module);
   if (!budget)
     return 1;
@@ -286,8 +289,6 @@ int kiln::cli::runCompile() {
       printStats || compileTrain ||
       (*model->module)->hasAttr(kiln::graph::GraphDialect::kTrainAttr);
   if (memoryTimeline.getNumOccurrences() && !trained) {
-    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
-                                             model->context.get());
     mlir::PassManager pm(model->context.get());
     kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
     if (mlir::failed(pm.run(*model->module)))
@@ -295,9 +296,6 @@ int kiln::cli::runCompile() {
     return writeMemoryTimeline(*model->module, *budget);
   }
   if (printStats || memoryTimeline.getNumOccurrences()) {
-    // Errors of the later passes point into the model file too.
-    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
-                                             model->context.get());
     FailureOr<json::Object> stats =
         kiln::compileWithStats(*model->module, pipelineOptions(*budget));
     if (failed(stats))
@@ -310,9 +308,6 @@ int kiln::cli::runCompile() {
     return 0;
   }
 
-  // Errors from here on point into the model file, with its lines.
-  mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
-                                           model->context.get());
   // Without --emit, --target writes the artifact; with neither, the graph
   // is printed as before.
   bool writesArtifact =
