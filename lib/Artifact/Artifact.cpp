@@ -1,5 +1,4 @@
-//===- Artifact.cpp - Writing OUT.kiln.d
-//-----------------------------------===//
+//===- Artifact.cpp - Writing OUT.kiln.d ----------------------------------===//
 //
 // Part of Kiln. Writes plan.kpl, kernels.so and model.h into one directory.
 // The directory appears whole or not at all, and the plan records a hash

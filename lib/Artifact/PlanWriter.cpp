@@ -1,5 +1,4 @@
-//===- PlanWriter.cpp - The kernel module as plan.kpl
-//----------------------===//
+//===- PlanWriter.cpp - The kernel module as plan.kpl ---------------------===//
 //
 // Part of Kiln. Serializes a kernel-dialect module into the FlatBuffers plan
 // the runtime executes (runtime/schema/plan.fbs): one plan buffer per entry

@@ -1,5 +1,4 @@
-//===- Builtins.cpp - The DSL's op library
-//---------------------------------===//
+//===- Builtins.cpp - The DSL's op library --------------------------------===//
 //
 // Part of Kiln. Each builtin call binds its arguments by name, checks shapes
 // with the dialect's shape rules (GraphShapes.h) so that errors point at the

@@ -1,5 +1,4 @@
-//===- EmitExpressions.cpp - Expressions of a model to graph IR
-//------------===//
+//===- EmitExpressions.cpp - Expressions of a model to graph IR -----------===//
 //
 // Part of Kiln. Names, literals, arithmetic with NumPy broadcasting, and
 // integer dim arithmetic (checked for overflow and inexact division).

@@ -1,5 +1,4 @@
-//===- ModelEmitter.cpp - Statements of a model to graph IR
-//----------------===//
+//===- ModelEmitter.cpp - Statements of a model to graph IR ---------------===//
 //
 // Part of Kiln. The model body: dims, inputs, parameters, assignments,
 // unrolled loops, the loss and the outputs, gathered into `@forward`.

@@ -1,5 +1,4 @@
-//===- TrainBlock.cpp - The train block to a graph.train attribute
-//---------===//
+//===- TrainBlock.cpp - The train block to a graph.train attribute --------===//
 //
 // Part of Kiln. Validates `train { ... }` (keys, optimizer and schedule
 // arguments, ranges) and records it on the module as a dictionary, with

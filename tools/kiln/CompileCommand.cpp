@@ -1,5 +1,4 @@
-//===- CompileCommand.cpp - kiln compile
-//-----------------------------------===//
+//===- CompileCommand.cpp - kiln compile ----------------------------------===//
 //
 // Part of Kiln. Compiles a model into an artifact directory
 // (`--target=cpu -o OUT.kiln.d`), or stops at a stage and prints it

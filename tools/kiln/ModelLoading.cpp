@@ -1,5 +1,4 @@
-//===- ModelLoading.cpp - Shared model loading for the CLI
-//-----------------===//
+//===- ModelLoading.cpp - Shared model loading for the CLI ----------------===//
 //
 // Part of Kiln.
 //

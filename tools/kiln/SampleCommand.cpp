@@ -1,5 +1,4 @@
-//===- SampleCommand.cpp - kiln sample
-//-------------------------------------===//
+//===- SampleCommand.cpp - kiln sample ------------------------------------===//
 //
 // Part of Kiln. Generates text from a byte-level language model's checkpoint:
 // the model's `predict` entry runs on a window of the last T bytes, and the

@@ -1,5 +1,4 @@
-//===- StopSignals.cpp - Stopping a training run cleanly on a signal
-//-------===//
+//===- StopSignals.cpp - Stopping a training run cleanly on a signal ------===//
 //
 // Part of Kiln.
 //

@@ -1,5 +1,4 @@
-//===- TrainArtifact.cpp - Compiling a model for training, cached
-//----------===//
+//===- TrainArtifact.cpp - Compiling a model for training, cached ---------===//
 //
 // Part of Kiln.
 //

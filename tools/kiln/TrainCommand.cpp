@@ -1,5 +1,4 @@
-//===- TrainCommand.cpp - kiln train
-//---------------------------------------===//
+//===- TrainCommand.cpp - kiln train --------------------------------------===//
 //
 // Part of Kiln. Compiles a model for training (cached), then runs its
 // training step on batches from .npy arrays or a token file, with progress,

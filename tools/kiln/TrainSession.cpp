@@ -1,5 +1,4 @@
-//===- TrainSession.cpp - A runtime session fed by data loaders
-//------------===//
+//===- TrainSession.cpp - A runtime session fed by data loaders -----------===//
 //
 // Part of Kiln.
 //

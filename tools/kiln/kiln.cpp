@@ -1,5 +1,4 @@
-//===- kiln.cpp - The Kiln command-line interface
-//--------------------------===//
+//===- kiln.cpp - The Kiln command-line interface -------------------------===//
 //
 // Part of Kiln. `kiln <subcommand> ...`: check, compile, run. Each subcommand
 // has its own --help.

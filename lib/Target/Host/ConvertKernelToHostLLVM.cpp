@@ -1,5 +1,4 @@
-//===- ConvertKernelToHostLLVM.cpp - Kernels to exported LLVM functions
-//----===//
+//===- ConvertKernelToHostLLVM.cpp - Kernels to exported LLVM functions ---===//
 //
 // Part of Kiln. The --convert-kernel-to-host-llvm pass: each kernel.func
 // becomes a private function over its memrefs and [begin, end), lowered to

@@ -1,5 +1,4 @@
-//===- HostObjectEmitter.cpp - LLVM IR to an x86-64 kernels.so
-//-------------===//
+//===- HostObjectEmitter.cpp - LLVM IR to an x86-64 kernels.so ------------===//
 //
 // Part of Kiln. Translates the lowered kernels to LLVM IR, optimizes them
 // at -O3 with loop and SLP vectorization (LLVM's PassBuilder), emits

@@ -1,5 +1,4 @@
-//===- KernelSignatures.h - What a kernels.so says about its kernels
-//-------===//
+//===- KernelSignatures.h - What a kernels.so says about its kernels ------===//
 //
 // Part of Kiln's runtime support: plain C++17, no LLVM/MLIR.
 //

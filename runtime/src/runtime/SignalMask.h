@@ -1,5 +1,4 @@
-//===- SignalMask.h - Keeping asynchronous signals off the runtime's work
-//--===//
+//===- SignalMask.h - Keeping asynchronous signals off the runtime's work -===//
 //
 // Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
 //

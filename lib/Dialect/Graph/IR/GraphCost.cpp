@@ -1,5 +1,4 @@
-//===- GraphCost.cpp - CostOpInterface of the graph ops
-//--------------------===//
+//===- GraphCost.cpp - CostOpInterface of the graph ops -------------------===//
 //
 // Part of Kiln. FLOPs and bytes of each graph op, as `kiln check` reports them
 // and as fusion and recomputation weigh them.

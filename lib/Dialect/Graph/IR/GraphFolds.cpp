@@ -1,5 +1,4 @@
-//===- GraphFolds.cpp - Folds of the graph ops
-//-----------------------------===//
+//===- GraphFolds.cpp - Folds of the graph ops ----------------------------===//
 //
 // Part of Kiln. Folds and canonicalizations, kept apart from the verifiers.
 // Only folds that are correct by construction live here: an op that leaves

@@ -1,5 +1,4 @@
-//===- GraphOps.cpp - Verifiers of the graph ops
-//---------------------------===//
+//===- GraphOps.cpp - Verifiers of the graph ops --------------------------===//
 //
 // Part of Kiln. Each verifier checks the op's result types against the shape
 // rules of GraphShapes.h and the op's element-type rules. Operand kinds (float

@@ -1,5 +1,4 @@
-//===- GraphShapes.cpp - Shape rules of the graph ops
-//----------------------===//
+//===- GraphShapes.cpp - Shape rules of the graph ops ---------------------===//
 //
 // Part of Kiln. Implements the shape rules declared in GraphShapes.h. Every
 // failure names the dims involved and the operand shapes, so that a message

@@ -1,5 +1,4 @@
-//===- TrainStep.cpp - Training entry points from a forward
-//----------------===//
+//===- TrainStep.cpp - Training entry points from a forward ---------------===//
 //
 // Part of Kiln. The backward comes from buildGradients (Autodiff.h); this file
 // adds what a step does around it: the step counter, the learning-rate

@@ -1,5 +1,4 @@
-//===- KernelPlanMemory.cpp - The memory planner
-//---------------------------===//
+//===- KernelPlanMemory.cpp - The memory planner --------------------------===//
 //
 // Part of Kiln. --kernel-plan-memory: per entry, live ranges and in-place
 // slots from BufferLiveness, offsets from ArenaPacking, and a check of the

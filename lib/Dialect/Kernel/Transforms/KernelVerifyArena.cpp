@@ -1,5 +1,4 @@
-//===- KernelVerifyArena.cpp - Check an arena placement
-//--------------------===//
+//===- KernelVerifyArena.cpp - Check an arena placement -------------------===//
 //
 // Part of Kiln. --kernel-verify-arena: runs ArenaCheck on every entry, after
 // either placement pass.
