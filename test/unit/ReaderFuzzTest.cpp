@@ -151,9 +151,9 @@ private:
   std::vector<uint8_t> valid_;
 };
 
-/// Runs `read` on `trials` mutations of `valid`, written to `path`, and
-/// checks the outcome of each: a clean error or a load that `accept`
-/// approves; bounded allocations; no trial over a second.
+/// Runs `read` on `trials` mutations of `valid`, written to `path`: each
+/// returns the reader's Status (and checks what it loaded itself), an error
+/// must say something; allocations stay bounded; no trial over a second.
 template <typename Read>
 void fuzzReader(const std::string &path, std::vector<uint8_t> valid, int trials,
                 Read read, const char *what) {
@@ -166,9 +166,9 @@ void fuzzReader(const std::string &path, std::vector<uint8_t> valid, int trials,
     auto start = std::chrono::steady_clock::now();
     largestAllocation = 0;
     measuring = true;
-    std::string error;
-    bool ok = read(error);
+    Status outcome = read();
     measuring = false;
+    bool ok = outcome.isOk();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -179,12 +179,12 @@ void fuzzReader(const std::string &path, std::vector<uint8_t> valid, int trials,
     ASSERT_LE(largestAllocation.load(), allocationBound(bytes.size()))
         << what << " trial " << trial << " allocated "
         << largestAllocation.load() << " bytes at once for a file of "
-        << bytes.size() << " (" << (ok ? "loaded" : error) << ")";
+        << bytes.size() << " (" << (ok ? "loaded" : outcome.message()) << ")";
     if (ok) {
       ++loaded;
     } else {
       ++rejected;
-      ASSERT_FALSE(error.empty()) << what << " trial " << trial;
+      ASSERT_FALSE(outcome.message().empty()) << what << " trial " << trial;
     }
   }
   EXPECT_LT(slowest, 1.0) << what << ": the slowest trial (" << slowestTrial
@@ -211,18 +211,15 @@ TEST_F(ReaderFuzz, Npy) {
   const std::string path = dir.file("x.npy");
   fuzzReader(
       path, valid, 5000,
-      [&](std::string &error) {
+      [&] {
         npy::Array read;
         Status status = npy::readNpy(path, read);
-        if (!status) {
-          error = status.message();
-          return false;
-        }
         size_t elements = 1;
         for (int64_t dim : read.shape)
           elements *= static_cast<size_t>(dim);
-        EXPECT_EQ(read.data.size(), elements * npy::dtypeSize(read.dtype));
-        return true;
+        if (status)
+          EXPECT_EQ(read.data.size(), elements * npy::dtypeSize(read.dtype));
+        return status;
       },
       "npy");
 }
@@ -238,16 +235,13 @@ TEST_F(ReaderFuzz, TokenFile) {
   const std::string path = dir.file("x.tok");
   fuzzReader(
       path, std::vector<uint8_t>(bytes.begin(), bytes.end()), 5000,
-      [&](std::string &error) {
+      [&] {
         std::vector<uint16_t> read;
         Status status = data::readTokenFile(path, read);
-        if (!status) {
-          error = status.message();
-          return false;
-        }
         // KILNTOK1 holds 2 bytes per token, raw bytes one each.
-        EXPECT_LE(read.size(), std::filesystem::file_size(path));
-        return true;
+        if (status)
+          EXPECT_LE(read.size(), std::filesystem::file_size(path));
+        return status;
       },
       "token file");
 }
@@ -265,18 +259,15 @@ TEST_F(ReaderFuzz, Safetensors) {
   const std::string path = dir.file("x.safetensors");
   fuzzReader(
       path, valid, 5000,
-      [&](std::string &error) {
+      [&] {
         safetensors::TensorFile read;
         Status status = safetensors::readSafetensors(path, read);
-        if (!status) {
-          error = status.message();
-          return false;
-        }
-        for (const safetensors::Tensor &tensor : read.tensors)
-          EXPECT_EQ(tensor.data.size(),
-                    size_t(tensor.numElements()) *
-                        safetensors::dtypeSize(tensor.dtype));
-        return true;
+        if (status)
+          for (const safetensors::Tensor &tensor : read.tensors)
+            EXPECT_EQ(tensor.data.size(),
+                      size_t(tensor.numElements()) *
+                          safetensors::dtypeSize(tensor.dtype));
+        return status;
       },
       "safetensors");
 }
@@ -309,12 +300,10 @@ TEST_F(ReaderFuzz, Plan) {
   const std::string path = dir.file("plan.kpl");
   fuzzReader(
       path, std::vector<uint8_t>(plan.begin(), plan.end()), 4000,
-      [&](std::string &error) {
+      [&] {
         kiln_artifact *artifact = nullptr;
-        if (kiln_artifact_open(dir.path().c_str(), &artifact) != KILN_OK) {
-          error = kiln_last_error();
-          return false;
-        }
+        if (kiln_artifact_open(dir.path().c_str(), &artifact) != KILN_OK)
+          return Status::error(kiln_last_error());
         // What loads also runs: buffers of validated sizes may be large, so
         // the session is measured apart from the plan's reading.
         measuring = false;
@@ -345,11 +334,8 @@ TEST_F(ReaderFuzz, Plan) {
           }
         }
         kiln_artifact_close(artifact);
-        if (status != KILN_OK) {
-          error = kiln_last_error();
-          return false;
-        }
-        return true;
+        return status == KILN_OK ? Status::ok()
+                                 : Status::error(kiln_last_error());
       },
       "plan.kpl");
 }

@@ -97,17 +97,13 @@ Result Session::allocate() {
         static_cast<size_t>(buffer.sizeBytes), "buffer '" + buffer.name + "'"));
     pointers_[id] = storage_.back().data();
     if (buffer.kind == plan::BufferKind::Constant && buffer.sizeBytes) {
+      // All of the bytes, or a splat's one element repeated (validatePlan
+      // checked that the data divides the buffer).
       const auto *data = buffer.table->data();
-      if (!buffer.table->splat()) {
-        std::memcpy(pointers_[id], data->data(),
-                    static_cast<size_t>(buffer.sizeBytes));
-        continue;
-      }
-      // One element, repeated (validatePlan checked the sizes).
-      size_t elementBytes = data->size();
       char *out = static_cast<char *>(pointers_[id]);
-      for (int64_t e = 0; e < buffer.numElements; ++e)
-        std::memcpy(out + e * elementBytes, data->data(), elementBytes);
+      for (size_t at = 0; at < static_cast<size_t>(buffer.sizeBytes);
+           at += data->size())
+        std::memcpy(out + at, data->data(), data->size());
     }
   }
   bound_.assign(buffers.size(), false);
