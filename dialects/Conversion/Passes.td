@@ -21,7 +21,15 @@ def ConvertGraphToKernel : Pass<"convert-graph-to-kernel", "::mlir::ModuleOp"> {
     (FusionToKernel.cpp), or, when it ends in an anchor, the anchor's
     kernels reading their fused operand through the region's formulas. The
     graph functions are removed.
+
+    The block sizes of the templates (column blocks, update and norm blocks)
+    come from the target object of `target`; on the cpu each kernel gets the
+    `grain` its thread pool cuts the range by, elsewhere none.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The target the kernels are scheduled for: cpu or cuda">,
+  ];
   let dependentDialects = [
     "::kiln::kernel::KernelDialect", "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

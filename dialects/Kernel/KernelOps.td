@@ -30,8 +30,9 @@ def Kernel_FuncOp : Kernel_Op<"func", [FunctionOpInterface, IsolatedFromAbove]> 
     another iteration writes. The backend restricts those loops to the slice
     `[begin, end)` the runtime asks for, so that chunks can run on different
     threads with results independent of the chunking. With `range = 1` the
-    body may be any sequential code. `grain` is the smallest chunk worth a
-    thread. The body allocates nothing: intermediates live in registers or
+    body may be any sequential code. `grain`, set for the cpu target only,
+    is the smallest chunk worth a thread of its pool (targets that launch
+    the whole range at once have none). The body allocates nothing: intermediates live in registers or
     in buffers passed as arguments.
     ```mlir
     kernel.func @k0(%x: memref<256xf32>, %y: memref<256xf32>) attributes {grain = 256 : i64, range = 256 : i64} {
@@ -50,10 +51,10 @@ def Kernel_FuncOp : Kernel_Op<"func", [FunctionOpInterface, IsolatedFromAbove]> 
                        TypeAttrOf<FunctionType>:$function_type,
                        OptionalAttr<DictArrayAttr>:$arg_attrs,
                        OptionalAttr<DictArrayAttr>:$res_attrs,
-                       I64Attr:$range, I64Attr:$grain);
+                       I64Attr:$range, OptionalAttr<I64Attr>:$grain);
   let regions = (region SizedRegion<1>:$body);
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name,
-      "::mlir::FunctionType":$type, "int64_t":$range, "int64_t":$grain)>];
+      "::mlir::FunctionType":$type, "int64_t":$range)>];
   let extraClassDeclaration = [{
     ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() {
       return getFunctionType().getInputs();

@@ -253,6 +253,13 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
   fb::Offset<void> call;
   if (auto launch = dyn_cast<kernel::LaunchOp>(op)) {
     kernel::FuncOp kernelFunc = launch.getKernelFunc();
+    // The cpu executor cuts the range by the grain; a kernel without one was
+    // scheduled for another target.
+    std::optional<uint64_t> grain = kernelFunc.getGrain();
+    if (!grain)
+      return kernelFunc.emitError()
+             << "has no grain: it was not scheduled for the cpu target "
+                "(convert-graph-to-kernel{target=cpu})";
     std::vector<uint32_t> ids;
     for (Value buffer : launch.getBuffers()) {
       FailureOr<uint32_t> bufferId = id(buffer);
@@ -260,11 +267,10 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
         return failure();
       ids.push_back(*bufferId);
     }
-    call =
-        plan::CreateKernelCall(
-            fbb, fbb.CreateString(kernelFunc.getExportedSymbol()),
-            fbb.CreateVector(ids), kernelFunc.getRange(), kernelFunc.getGrain())
-            .Union();
+    call = plan::CreateKernelCall(
+               fbb, fbb.CreateString(kernelFunc.getExportedSymbol()),
+               fbb.CreateVector(ids), kernelFunc.getRange(), *grain)
+               .Union();
     callType = plan::Call::KernelCall;
   } else if (auto gemm = dyn_cast<kernel::GemmOp>(op)) {
     FailureOr<uint32_t> a = id(gemm.getA()), b = id(gemm.getB()),

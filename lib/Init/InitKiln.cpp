@@ -5,12 +5,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/InitKiln.h"
+#include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
-#include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 #include "kiln/Target/Host/HostTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -37,5 +37,5 @@ void kiln::registerKilnPasses() {
   kiln::graph::registerGraphPasses();
   kiln::kernel::registerKernelPasses();
   kiln::registerKilnConversionPasses();
-  kiln::registerKernelPipeline();
+  kiln::registerCompilePipeline();
 }

@@ -87,7 +87,7 @@ static CallCounts countCalls(const kernel::BufferLiveness &liveness) {
 }
 
 FailureOr<llvm::json::Object>
-kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
+kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
   FailureOr<graph::ModelSummary> summary = graph::summarizeModel(module);
   if (failed(summary))
     return failure();
@@ -95,8 +95,15 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
       graph::TrainSettings::fromModule(module);
   if (failed(settings))
     return failure();
-  bool training = !summary->lossName.empty();
-  if (training && failed(graph::buildTrainFunctions(module, *settings)))
+  // The driver's two stages, with the step's FLOPs counted between them.
+  CompileOptions compile = options;
+  compile.train = !summary->lossName.empty();
+  bool training = compile.train;
+  if (std::string refused = checkCompileOptions(compile); !refused.empty())
+    return module.emitError() << refused;
+  PassManager trainingPasses(module.getContext());
+  addTrainingPasses(trainingPasses, compile);
+  if (failed(trainingPasses.run(module)))
     return failure();
 
   int64_t forwardFlops = summary->forwardFlops;
@@ -113,7 +120,7 @@ kiln::compileWithStats(ModuleOp module, const KernelPipelineOptions &options) {
   }
 
   PassManager pm(module.getContext());
-  buildKernelPipeline(pm, options);
+  addKernelPasses(pm, compile);
   if (failed(pm.run(module)))
     return failure();
 

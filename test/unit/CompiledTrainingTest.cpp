@@ -24,7 +24,7 @@
 #include "kiln/InitKiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Npy.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 #include "kiln/Safetensors.h"
 #include "kiln/runtime.h"
 
@@ -293,7 +293,7 @@ protected:
   std::string compile(ModuleOp module) {
     OwningOpRef<ModuleOp> copy = cast<ModuleOp>(module->clone());
     PassManager pm(&context);
-    buildKernelPipeline(pm, {});
+    buildCompilePipeline(pm, {});
     EXPECT_TRUE(succeeded(pm.run(*copy))) << "the kernel pipeline failed";
     llvm::SmallString<128> directory;
     EXPECT_FALSE(

@@ -32,7 +32,7 @@
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Frontend/Frontend.h"
 #include "kiln/InitKiln.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -710,9 +710,9 @@ protected:
   OwningOpRef<ModuleOp> lower(ModuleOp module, bool fuse, std::string &errors) {
     OwningOpRef<ModuleOp> copy(module.clone());
     PassManager pm(&context);
-    KernelPipelineOptions options;
+    CompileOptions options;
     options.fuse = fuse;
-    buildKernelPipeline(pm, options);
+    buildCompilePipeline(pm, options);
     llvm::raw_string_ostream os(errors);
     ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diagnostic) {
       os << diagnostic.getLocation() << ": " << diagnostic << "\n";

@@ -12,7 +12,7 @@
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/Frontend/Frontend.h"
 #include "kiln/InitKiln.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -88,7 +88,7 @@ TEST_F(HostCodegenModelTest, BadEmbeddingIdIsReportedInStatus) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
   ASSERT_TRUE(module);
   PassManager pm(&context);
-  buildKernelPipeline(pm, {});
+  buildCompilePipeline(pm, {});
   ASSERT_TRUE(succeeded(pm.run(*module)));
   llvm::SmallString<128> directory;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("kiln-status", directory));

@@ -8,7 +8,7 @@
 
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
@@ -323,7 +323,7 @@ Comparison kiln::test::compileAndCompare(
   // Compile a copy of the module into a temporary artifact.
   OwningOpRef<ModuleOp> compiled = cast<ModuleOp>(module->clone());
   PassManager pm(module.getContext());
-  buildKernelPipeline(pm, {});
+  buildCompilePipeline(pm, {});
   if (failed(pm.run(*compiled))) {
     ADD_FAILURE() << "the kernel pipeline failed";
     return comparison;

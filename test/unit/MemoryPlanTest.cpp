@@ -16,7 +16,7 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Frontend/Frontend.h"
 #include "kiln/InitKiln.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 #include "kiln/runtime.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -68,9 +68,9 @@ protected:
   OwningOpRef<ModuleOp> lower(ModuleOp module, bool naiveArena) {
     OwningOpRef<ModuleOp> copy(module.clone());
     PassManager pm(&context);
-    KernelPipelineOptions options;
+    CompileOptions options;
     options.naiveArena = naiveArena;
-    buildKernelPipeline(pm, options);
+    buildCompilePipeline(pm, options);
     if (failed(pm.run(*copy)))
       return nullptr;
     return copy;

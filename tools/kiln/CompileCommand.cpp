@@ -2,7 +2,9 @@
 //
 // Part of Kiln. Compiles a model into an artifact directory
 // (`--target=cpu -o OUT.kiln.d`), or stops at a stage and prints it
-// (`--emit=graph|kernel|llvm`). `--train` adds the training entry points
+// (`--emit=graph|kernel|llvm`; `--target=cuda --emit=kernel` prints the
+// kernels scheduled for a GPU). Every mode compiles through the one driver
+// (kiln/Pipelines/CompilePipeline.h). `--train` adds the training entry points
 // (train_step, or accumulate_step and apply_step) built from the train block.
 // `--memory-budget` (or the train block's `memory`) makes a step whose
 // peak_bytes exceed it an error; `--memory-timeline` draws the step's live
@@ -18,9 +20,9 @@
 #include "kiln/ByteSize.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 #include "kiln/Pipelines/CompileProgress.h"
 #include "kiln/Pipelines/CompileStats.h"
-#include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Pipelines/MemoryTimelineData.h"
 #include "kiln/Plot/MemoryTimeline.h"
 #include "kiln/Target/Host/HostTarget.h"
@@ -44,7 +46,6 @@ cl::SubCommand kiln::cli::compileCommand(
 
 namespace {
 enum class EmitStage { Graph, Kernel, LLVM };
-enum class CompileTarget { CPU };
 } // namespace
 
 static cl::opt<std::string> compileModel(cl::Positional, cl::Required,
@@ -60,11 +61,21 @@ static cl::opt<EmitStage> emitStage(
                clEnumValN(EmitStage::LLVM, "llvm",
                           "the cpu kernels as optimized LLVM IR")),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
-static cl::opt<CompileTarget> compileTarget(
-    "target", cl::desc("Write the artifact for this target into -o DIR"),
-    cl::values(clEnumValN(CompileTarget::CPU, "cpu",
-                          "host code: plan.kpl, kernels.so, model.h")),
+static cl::opt<kiln::TargetKind> compileTarget(
+    "target",
+    cl::desc("The target kernels are scheduled for; without --emit, write "
+             "its artifact into -o DIR"),
+    cl::init(kiln::TargetKind::Cpu),
+    cl::values(clEnumValN(kiln::TargetKind::Cpu, "cpu",
+                          "host code: plan.kpl, kernels.so, model.h"),
+               clEnumValN(kiln::TargetKind::Cuda, "cuda",
+                          "NVIDIA GPUs (--arch); --emit=kernel only so far")),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string>
+    gpuArch("arch",
+            cl::desc("The GPU architecture of --target=cuda: sm_80 or sm_90"),
+            cl::init("sm_90"), cl::sub(kiln::cli::compileCommand),
+            cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> hostCpu(
     "cpu",
     cl::desc("The x86-64 CPU kernels.so is built for (default x86-64-v2; "
@@ -181,9 +192,13 @@ static std::optional<int64_t> resolveMemoryBudget(mlir::ModuleOp module) {
   return settings->memory;
 }
 
-/// The kernel pipeline as the flags set it.
-static kiln::KernelPipelineOptions pipelineOptions(int64_t budget) {
-  kiln::KernelPipelineOptions options;
+/// The compile driver's options as the flags set them; `train` is --train.
+static kiln::CompileOptions pipelineOptions(int64_t budget) {
+  kiln::CompileOptions options;
+  options.target = compileTarget;
+  options.arch =
+      compileTarget == kiln::TargetKind::Cuda ? gpuArch.getValue() : hostCpu;
+  options.train = compileTrain;
   options.fuse = !noFuse;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
@@ -224,6 +239,38 @@ static int keepOutput(ToolOutputFile &output, StringRef path) {
   return 0;
 }
 
+/// The target flags that do not go together, and the cuda stages not built
+/// yet; false after an error.
+static bool checkTargetFlags() {
+  bool cuda = compileTarget == kiln::TargetKind::Cuda;
+  if (gpuArch.getNumOccurrences() && !cuda) {
+    WithColor::error(errs(), "kiln")
+        << "--arch is the GPU architecture of --target=cuda; the cpu "
+           "target's CPU is --cpu\n";
+    return false;
+  }
+  if (hostCpu.getNumOccurrences() && cuda) {
+    WithColor::error(errs(), "kiln")
+        << "--cpu is the CPU of --target=cpu; --target=cuda takes --arch\n";
+    return false;
+  }
+  if (!cuda)
+    return true;
+  std::string error;
+  if (!kiln::TargetInfo::create(kiln::TargetKind::Cuda, gpuArch, error)) {
+    WithColor::error(errs(), "kiln") << "--arch: " << error << "\n";
+    return false;
+  }
+  if (!emitStage.getNumOccurrences() || emitStage == EmitStage::LLVM) {
+    WithColor::error(errs(), "kiln")
+        << "--target=cuda compiles up to the scheduled kernels so far: use "
+           "--emit=kernel (GPU code generation and the cuda artifact are "
+           "not built yet)\n";
+    return false;
+  }
+  return true;
+}
+
 int kiln::cli::runCompile() {
   // Both compile the training step their own way and write no artifact.
   if ((fitBatch || memoryTimeline.getNumOccurrences()) &&
@@ -247,6 +294,8 @@ int kiln::cli::runCompile() {
         << "\n";
     return 1;
   }
+  if (!checkTargetFlags())
+    return 1;
   std::optional<std::vector<kiln::frontend::DimOverride>> dims = parseDims();
   if (!dims)
     return 1;
@@ -289,7 +338,7 @@ int kiln::cli::runCompile() {
       (*model->module)->hasAttr(kiln::graph::GraphDialect::kTrainAttr);
   if (memoryTimeline.getNumOccurrences() && !trained) {
     mlir::PassManager pm(model->context.get());
-    kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
+    kiln::buildCompilePipeline(pm, pipelineOptions(*budget));
     if (mlir::failed(pm.run(*model->module)))
       return 1;
     return writeMemoryTimeline(*model->module, *budget);
@@ -316,25 +365,26 @@ int kiln::cli::runCompile() {
         << "--target=cpu writes a directory: give it with -o OUT.kiln.d\n";
     return 1;
   }
-  // The training entries are graph functions: build them before any stage
-  // is printed or lowered, exactly as `kiln train` does.
-  if (compileTrain) {
-    mlir::TimingScope building = timing.nest("build the training step");
-    mlir::FailureOr<kiln::graph::TrainSettings> settings =
-        kiln::graph::TrainSettings::fromModule(*model->module);
-    if (mlir::failed(settings) || mlir::failed(kiln::graph::buildTrainFunctions(
-                                      *model->module, *settings)))
-      return 1;
-  }
   kiln::HostTargetOptions host;
   host.cpu = hostCpu;
   kiln::CompileProgress progress(errs(), progressAfter);
-  if (writesArtifact || emitStage != EmitStage::Graph) {
+  // The driver, whole; or, for the graph stage, its training passes alone
+  // (--train prints the training entries as graph functions).
+  kiln::CompileOptions compile = pipelineOptions(*budget);
+  if (std::string refused = kiln::checkCompileOptions(compile);
+      !refused.empty()) {
+    WithColor::error(errs(), "kiln") << refused << "\n";
+    return 1;
+  }
+  {
     mlir::PassManager pm(model->context.get());
     mlir::TimingScope passes = timing.nest("passes");
     pm.enableTiming(passes);
     pm.addInstrumentation(progress.instrumentation());
-    kiln::buildKernelPipeline(pm, pipelineOptions(*budget));
+    if (writesArtifact || emitStage != EmitStage::Graph)
+      kiln::buildCompilePipeline(pm, compile);
+    else
+      kiln::addTrainingPasses(pm, compile);
     if (mlir::failed(pm.run(*model->module)))
       return 1;
   }

@@ -69,7 +69,7 @@ Probe BatchSearch::probe(int64_t batch, bool recompute) {
       loadModelForCLI(options.modelPath, dims);
   if (!model->module)
     return {};
-  KernelPipelineOptions pipeline = options.pipeline;
+  CompileOptions pipeline = options.pipeline;
   pipeline.recompute = recompute;
   pipeline.memoryBudget = recompute ? options.budget : 0;
 
@@ -153,12 +153,12 @@ BatchSearch::searchUp(int64_t fitting, int64_t peak, int64_t next,
 
 /// Whether `recompute` changes the kernel pipeline under a budget: false
 /// until a recomputation pass exists.
-static bool pipelineRecomputes(KernelPipelineOptions pipeline, int64_t budget) {
+static bool pipelineRecomputes(CompileOptions pipeline, int64_t budget) {
   auto describe = [&](bool recompute) {
     pipeline.recompute = recompute;
     pipeline.memoryBudget = budget;
     mlir::OpPassManager pm(mlir::ModuleOp::getOperationName());
-    buildKernelPipeline(pm, pipeline);
+    buildCompilePipeline(pm, pipeline);
     std::string text;
     raw_string_ostream os(text);
     pm.printAsTextualPipeline(os);

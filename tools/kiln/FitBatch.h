@@ -12,7 +12,7 @@
 #define KILN_TOOLS_KILN_FITBATCH_H
 
 #include "kiln/Frontend/Frontend.h"
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 
 #include <string>
 #include <vector>
@@ -29,7 +29,7 @@ struct FitBatchOptions {
   /// is an error.
   std::vector<frontend::DimOverride> dims;
   /// fuse and recompute as the flags set them; memoryBudget is ignored.
-  KernelPipelineOptions pipeline;
+  CompileOptions pipeline;
 };
 
 /// Runs the search, prints progress on stderr and one JSON object on

@@ -10,8 +10,8 @@
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 #include "kiln/Pipelines/CompileProgress.h"
-#include "kiln/Pipelines/KernelPipeline.h"
 #include "kiln/Support/UserFile.h"
 #include "kiln/Target/Host/HostTarget.h"
 #include "kiln/runtime.h"
@@ -186,16 +186,18 @@ kiln::cli::compileForTraining(StringRef modelPath,
         << kiln_last_error() << "\n";
   }
 
-  // Compile: training entries, kernels, then the artifact, which
-  // writeArtifact puts in place whole (over an invalid entry, too).
+  // Compile (the driver: training entries, kernels), then the artifact,
+  // which writeArtifact puts in place whole (over an invalid entry, too).
   mlir::PassManager pm(model->context.get());
-  if (!options.inferenceOnly &&
-      failed(graph::buildTrainFunctions(module, *settings)))
-    return createStringError("cannot build the training step (see above)");
-  KernelPipelineOptions pipeline;
+  CompileOptions pipeline;
+  pipeline.target = TargetKind::Cpu;
+  pipeline.arch = options.cpu;
+  pipeline.train = !options.inferenceOnly;
   pipeline.memoryBudget = budget;
   pipeline.fuse = options.fuse;
-  buildKernelPipeline(pm, pipeline);
+  if (std::string refused = checkCompileOptions(pipeline); !refused.empty())
+    return createStringError(refused);
+  buildCompilePipeline(pm, pipeline);
   // Past a few seconds, a line per stage: a long compile is not a hang.
   CompileProgress progress(
       errs(), options.quiet ? HUGE_VAL : CompileProgress::kDefaultAfterSeconds);

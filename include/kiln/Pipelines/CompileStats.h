@@ -9,7 +9,7 @@
 #ifndef KILN_PIPELINES_COMPILESTATS_H
 #define KILN_PIPELINES_COMPILESTATS_H
 
-#include "kiln/Pipelines/KernelPipeline.h"
+#include "kiln/Pipelines/CompilePipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -17,8 +17,9 @@
 namespace kiln {
 
 /// Compiles `module` (a graph module as parsed: `@forward` and the train
-/// block) in place -- the training entries when the model returns a loss,
-/// then the kernel pipeline with `options` -- and returns the figures as
+/// block) in place with the compile driver -- the training entries when the
+/// model returns a loss (whatever `options.train` says), then the kernel
+/// passes with `options` -- and returns the figures as
 /// one JSON object:
 /// - params, param_bytes, optimizer_state_bytes, gradient_bytes (persistent
 ///   gradient buffers), input_bytes, output_bytes, constant_bytes;
@@ -41,7 +42,7 @@ namespace kiln {
 ///   and kernels.
 /// Fails (after emitting errors) when compilation does.
 mlir::FailureOr<llvm::json::Object>
-compileWithStats(mlir::ModuleOp module, const KernelPipelineOptions &options);
+compileWithStats(mlir::ModuleOp module, const CompileOptions &options);
 
 } // namespace kiln
 

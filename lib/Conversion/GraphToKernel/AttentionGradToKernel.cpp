@@ -96,10 +96,8 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
 
     // dS = P (dP - rowsum(dP P)) * scale, over dP in place.
     lowering.launch(
-        loc, origin,
-        {rowsView, lowering.view(products, {rows, keys})}, rows,
-        kb::chooseGrain(rows, 3 * keys),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
+        loc, origin, {rowsView, lowering.view(products, {rows, keys})}, rows,
+        3 * keys, [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                             Value row) {
             auto load = [&](Value buffer, Value j) -> Value {

@@ -47,8 +47,7 @@ void kiln::computeAttentionProbabilities(KernelLowering &lowering,
   }
   int64_t rows = shape.batches * queries;
   lowering.launch(
-      loc, origin, {lowering.view(probabilities, {rows, keys})}, rows,
-      kb::chooseGrain(rows, 4 * keys),
+      loc, origin, {lowering.view(probabilities, {rows, keys})}, rows, 4 * keys,
       [&](OpBuilder &b, Location loc, ValueRange args) {
         kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                           Value row) {

@@ -183,12 +183,13 @@ static FailureOr<kernel::EntryOp> createEntry(ModuleOp module,
 /// Lowers `function` into a new entry named `name`.
 static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
                                    StringRef name,
-                                   const GraphToKernelPatternSet &patterns) {
+                                   const GraphToKernelPatternSet &patterns,
+                                   const TargetInfo &target) {
   FailureOr<kernel::EntryOp> entry = createEntry(module, function, name);
   if (failed(entry))
     return failure();
   KernelLowering lowering(module, *entry, function, isTrainingEntry(name),
-                          patterns);
+                          patterns, target);
   for (Operation &op : function.getBody().front()) {
     if (auto returnOp = dyn_cast<func::ReturnOp>(op)) {
       lowering.finish(returnOp.getOperands());
@@ -203,8 +204,18 @@ static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
 namespace {
 struct ConvertGraphToKernelPass
     : kiln::impl::ConvertGraphToKernelBase<ConvertGraphToKernelPass> {
+  using ConvertGraphToKernelBase::ConvertGraphToKernelBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::optional<TargetKind> kind = parseTargetName(target);
+    std::string error = "unknown target '" + target + "': expected cpu or cuda";
+    std::unique_ptr<TargetInfo> targetInfo =
+        kind ? TargetInfo::create(*kind, "", error) : nullptr;
+    if (!targetInfo) {
+      module.emitError() << "convert-graph-to-kernel: " << error;
+      return signalPassFailure();
+    }
     GraphToKernelPatternSet patterns;
     populateGraphToKernelPatterns(patterns);
 
@@ -220,15 +231,16 @@ struct ConvertGraphToKernelPass
       if (function.getSymName() == "forward") {
         if (func::FuncOp predict = buildPredictFunction(function)) {
           LogicalResult result =
-              lowerFunction(module, predict, "predict", patterns);
+              lowerFunction(module, predict, "predict", patterns, *targetInfo);
           predict.erase();
           if (failed(result))
             return signalPassFailure();
         }
-        if (failed(lowerFunction(module, function, "eval_step", patterns)))
+        if (failed(lowerFunction(module, function, "eval_step", patterns,
+                                 *targetInfo)))
           return signalPassFailure();
-      } else if (failed(lowerFunction(module, function,
-                                      function.getSymName(), patterns))) {
+      } else if (failed(lowerFunction(module, function, function.getSymName(),
+                                      patterns, *targetInfo))) {
         return signalPassFailure();
       }
       function.erase();

@@ -31,8 +31,7 @@ void kiln::launchElementwise(Operation *op, KernelLowering &lowering,
   buffers.push_back(lowering.view(result, {count}));
   lowering.launch(
       op->getLoc(), op->getName().getStringRef(), buffers, count,
-      kb::chooseGrain(count, workPerElement),
-      [&](OpBuilder &b, Location loc, ValueRange args) {
+      workPerElement, [&](OpBuilder &b, Location loc, ValueRange args) {
         SmallVector<AffineMap> maps(args.size() - 1,
                                     b.getMultiDimIdentityMap(1));
         kb::parallelGeneric(b, loc, args.drop_back(), maps, args.back(),

@@ -301,7 +301,7 @@ struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
     if (count > 0)
       lowering.launch(
           fusion.getLoc(), describeFusion(fusion), buffers, range,
-          kb::chooseGrain(range, perIteration * std::max<int64_t>(work / 4, 1)),
+          perIteration * std::max<int64_t>(work / 4, 1),
           [&](OpBuilder &b, Location loc, ValueRange args) {
             unsigned numLoops = flat ? 1 : rank;
             SmallVector<AffineMap> maps(inputMaps);

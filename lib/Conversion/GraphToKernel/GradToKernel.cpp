@@ -28,10 +28,6 @@ using namespace kiln;
 static constexpr int64_t kBadEmbeddingId = 1;
 static constexpr int64_t kBadTarget = 2;
 
-/// Columns of the embedding table one iteration of embedding_grad owns: a
-/// 64-byte line of f32, so that iterations never share a cache line.
-static constexpr int64_t kEmbeddingColumnBlock = 16;
-
 static int64_t product(ArrayRef<int64_t> dims) {
   int64_t result = 1;
   for (int64_t dim : dims)
@@ -58,8 +54,7 @@ struct PadToKernel : OpToKernelPattern<graph::PadOp> {
     int64_t range = kb::rangeOfShape(box);
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(),
-        {lowering.lookup(op.getInput()), result}, range,
-        kb::chooseGrain(range, product(box) / range),
+        {lowering.lookup(op.getInput()), result}, range, product(box) / range,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           SmallVector<int64_t> strides(box.size(), 1);
           Value into =
@@ -95,8 +90,7 @@ struct SoftmaxGradToKernel : OpToKernelPattern<graph::SoftmaxGradOp> {
         lowering.view(result, {outer, length, inner})};
     if (range > 0)
       lowering.launch(
-          op.getLoc(), op->getName().getStringRef(), buffers, range,
-          kb::chooseGrain(range, 3 * length),
+          op.getLoc(), op->getName().getStringRef(), buffers, range, 3 * length,
           [&](OpBuilder &b, Location loc, ValueRange args) {
             kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
                                                Value p) {
@@ -164,8 +158,7 @@ struct ReduceMaxGradToKernel : OpToKernelPattern<graph::ReduceMaxGradOp> {
         lowering.view(lowering.lookup(op.getResultGrad()), {groups}),
         lowering.lookup(op.getInput()), result};
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, groups,
-        kb::chooseGrain(groups, 2 * length),
+        op.getLoc(), op->getName().getStringRef(), buffers, groups, 2 * length,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, groups, [&](OpBuilder &b, Location loc,
                                               Value g) {
@@ -241,8 +234,7 @@ struct CrossEntropyGradToKernel
         lowering.view(result, {rows, classes}), lowering.getStatus()};
     if (rows > 0)
       lowering.launch(
-          op.getLoc(), op->getName().getStringRef(), buffers, rows,
-          kb::chooseGrain(rows, 3 * classes),
+          op.getLoc(), op->getName().getStringRef(), buffers, rows, 3 * classes,
           [&](OpBuilder &b, Location loc, ValueRange args) {
             kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                               Value r) {
@@ -324,7 +316,11 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
     Type elementType = tableType.getElementType();
     int64_t vocab = tableType.getDimSize(0), width = tableType.getDimSize(1);
     int64_t count = op.getIds().getType().getNumElements();
-    int64_t blockWidth = std::min(width, kEmbeddingColumnBlock);
+    // Columns of the table one iteration owns (the target's
+    // embeddingColumnBlock; on the cpu a 64-byte line of f32, so that
+    // iterations never share a cache line).
+    int64_t blockWidth =
+        std::min(width, lowering.getSchedule().embeddingColumnBlock);
     int64_t blocks = blockWidth == 0 ? 0 : (width + blockWidth - 1) / blockWidth;
     Value result = lowering.allocateResult(op.getResult());
     if (blocks == 0 || vocab == 0) {
@@ -337,7 +333,7 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
         lowering.getStatus()};
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, blocks,
-        kb::chooseGrain(blocks, (vocab + count) * blockWidth),
+        (vocab + count) * blockWidth,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
                                               Value block) {

@@ -154,8 +154,9 @@ int64_t kiln::kb::rangeOfShape(ArrayRef<int64_t> shape) {
   return shape.empty() ? 1 : shape.front();
 }
 
-int64_t kiln::kb::chooseGrain(int64_t range, int64_t workPerIteration) {
+int64_t kiln::kb::chooseGrain(int64_t range, int64_t workPerIteration,
+                              int64_t workPerChunk) {
   int64_t perIteration = std::max<int64_t>(workPerIteration, 1);
-  int64_t grain = (kElementsPerChunk + perIteration - 1) / perIteration;
+  int64_t grain = (workPerChunk + perIteration - 1) / perIteration;
   return std::clamp<int64_t>(grain, 1, std::max<int64_t>(range, 1));
 }

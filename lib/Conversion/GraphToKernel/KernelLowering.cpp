@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/GraphToKernel/GraphToKernel.h"
+#include "kiln/Conversion/GraphToKernel/KernelBuilders.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -42,9 +43,11 @@ bool kiln::isEntryArgument(func::FuncOp function, BlockArgument argument) {
 
 KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
                                func::FuncOp source, bool training,
-                               const GraphToKernelPatternSet &patterns)
+                               const GraphToKernelPatternSet &patterns,
+                               const TargetInfo &target)
     : module(module), symbols(module), entry(entry),
-      builder(module.getContext()), training(training), patterns(patterns) {
+      builder(module.getContext()), training(training), target(target),
+      schedule(target.getScheduleParameters()), patterns(patterns) {
   builder.setInsertionPointToEnd(&entry.getBody().front());
   // Arguments: bound by position to the source's entry arguments, then one
   // output per result that is not an update (EntryOp construction in
@@ -215,7 +218,7 @@ void KernelLowering::setOrigin(Operation *op, StringRef origin) {
 
 kernel::LaunchOp KernelLowering::launch(Location loc, StringRef origin,
                                         ValueRange launchBuffers, int64_t range,
-                                        int64_t grain, KernelBodyBuilder body) {
+                                        int64_t work, KernelBodyBuilder body) {
   SmallVector<Type> argumentTypes;
   for (Value buffer : launchBuffers)
     argumentTypes.push_back(buffer.getType());
@@ -226,7 +229,11 @@ kernel::LaunchOp KernelLowering::launch(Location loc, StringRef origin,
   auto kernelFunc = kernel::FuncOp::create(
       moduleBuilder, loc,
       kernel::getUniqueKernelName(symbols, nextKernelNumber),
-      moduleBuilder.getFunctionType(argumentTypes, {}), range, grain);
+      moduleBuilder.getFunctionType(argumentTypes, {}), range);
+  // A grain only where the target cuts ranges into chunks.
+  if (std::optional<int64_t> perChunk = target.getWorkPerChunk())
+    kernelFunc.setGrainAttr(moduleBuilder.getI64IntegerAttr(
+        kb::chooseGrain(range, work, *perChunk)));
   symbols.insert(kernelFunc);
   Block *block = moduleBuilder.createBlock(
       &kernelFunc.getBody(), {}, argumentTypes,

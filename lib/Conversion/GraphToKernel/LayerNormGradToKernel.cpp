@@ -22,9 +22,6 @@
 using namespace mlir;
 using namespace kiln;
 
-/// Columns one iteration of the column kernel owns.
-static constexpr int64_t kColumnBlock = 16;
-
 namespace {
 struct LayerNormGradToKernel : OpToKernelPattern<graph::LayerNormGradOp> {
   LogicalResult lowerOp(graph::LayerNormGradOp op,
@@ -62,7 +59,7 @@ struct LayerNormGradToKernel : OpToKernelPattern<graph::LayerNormGradOp> {
                           lowering.lookup(op.getGamma()), xhat,
                           lowering.view(dx, {rows, width})};
     lowering.launch(
-        op.getLoc(), origin, rowBuffers, rows, kb::chooseGrain(rows, 5 * width),
+        op.getLoc(), origin, rowBuffers, rows, 5 * width,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                             Value r) {
@@ -132,12 +129,13 @@ struct LayerNormGradToKernel : OpToKernelPattern<graph::LayerNormGradOp> {
         });
 
     // Columns: dgamma = sum_r dy xhat, dbeta = sum_r dy.
-    int64_t blockWidth = std::min(width, kColumnBlock);
+    // Columns one iteration owns (the target's normColumnBlock).
+    int64_t blockWidth =
+        std::min(width, lowering.getSchedule().normColumnBlock);
     int64_t blocks = (width + blockWidth - 1) / blockWidth;
     Value columnBuffers[] = {dy, xhat, dgamma, dbeta};
     lowering.launch(
-        op.getLoc(), origin, columnBuffers, blocks,
-        kb::chooseGrain(blocks, 2 * rows * blockWidth),
+        op.getLoc(), origin, columnBuffers, blocks, 2 * rows * blockWidth,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
                                               Value block) {

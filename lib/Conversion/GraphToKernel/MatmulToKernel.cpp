@@ -37,7 +37,7 @@ static Value broadcastBatch(KernelLowering &lowering, Location loc,
   int64_t skipped = rank - static_cast<int64_t>(shape.size());
   lowering.launch(
       loc, "graph.matmul", {buffer, result}, kb::rangeOfShape(resultShape),
-      kb::chooseGrain(resultShape[0], product(resultShape) / resultShape[0]),
+      product(resultShape) / resultShape[0],
       [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
         SmallVector<AffineExpr> exprs;
         for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)

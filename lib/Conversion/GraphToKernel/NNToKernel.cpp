@@ -43,8 +43,7 @@ struct EmbeddingToKernel : OpToKernelPattern<graph::EmbeddingOp> {
                        lowering.view(result, {count, width}),
                        lowering.getStatus()};
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, count,
-        kb::chooseGrain(count, width),
+        op.getLoc(), op->getName().getStringRef(), buffers, count, width,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, count, [&](OpBuilder &b, Location loc,
                                              Value n) {
@@ -103,8 +102,7 @@ struct LayerNormToKernel : OpToKernelPattern<graph::LayerNormOp> {
     llvm::append_range(buffers, input.getBuffers());
     double eps = op.getEps().convertToDouble();
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, rows,
-        kb::chooseGrain(rows, width),
+        op.getLoc(), op->getName().getStringRef(), buffers, rows, width,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(
               b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
@@ -186,8 +184,7 @@ struct SoftmaxToKernel : OpToKernelPattern<graph::SoftmaxOp> {
         lowering.view(result, {outer, length, inner})};
     int64_t range = outer * inner;
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, range,
-        kb::chooseGrain(range, length),
+        op.getLoc(), op->getName().getStringRef(), buffers, range, length,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
                                              Value p) {
@@ -259,8 +256,7 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
         lowering.view(lowering.lookup(op.getTargets()), {rows}), rowLosses,
         lowering.getStatus()};
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, rows,
-        kb::chooseGrain(rows, classes),
+        op.getLoc(), op->getName().getStringRef(), buffers, rows, classes,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                             Value r) {

@@ -6,9 +6,10 @@
 // interpreter evaluates them (lib/Interpreter/OptimizerOps.cpp).
 //
 // The updates are blocked elementwise kernels: one parallel iteration per
-// block of kUpdateBlock elements, which first loads the scalars (lr, step,
-// grad scale) from their 0-d buffers and derives the per-step factors
-// (AdamW's bias corrections), then updates its elements. They read element
+// block of elements (the target's ScheduleParameters::updateBlock), which
+// first loads the scalars (lr, step, grad scale) from their 0-d buffers and
+// derives the per-step factors (AdamW's bias corrections), then updates its
+// elements. They read element
 // i of the parameter and state only where they write element i, so the
 // conversion may give them the parameter's and the state's own buffers as
 // results: the update happens in place. A buffer passed for both an operand
@@ -33,11 +34,6 @@
 
 using namespace mlir;
 using namespace kiln;
-
-/// Elements per parallel iteration of an update kernel.
-static constexpr int64_t kUpdateBlock = 1024;
-/// Elements per partial sum of the global norm.
-static constexpr int64_t kNormBlock = 4096;
 
 namespace {
 /// The per-block scalars of an update, from the kernel's arguments.
@@ -70,12 +66,13 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
     if (same == arguments.end())
       arguments.push_back(buffer);
   }
-  int64_t blocks = (count + kUpdateBlock - 1) / kUpdateBlock;
+  // Elements per parallel iteration (the target's update block).
+  int64_t updateBlock = lowering.getSchedule().updateBlock;
+  int64_t blocks = (count + updateBlock - 1) / updateBlock;
   lowering.launch(
       op->getLoc(), op->getName().getStringRef(), arguments, blocks,
       // About four loads and stores, a square root and divisions each.
-      kb::chooseGrain(blocks, 4 * kUpdateBlock),
-      [&](OpBuilder &b, Location loc, ValueRange kernelArgs) {
+      4 * updateBlock, [&](OpBuilder &b, Location loc, ValueRange kernelArgs) {
         SmallVector<Value> args;
         for (unsigned slot : slots)
           args.push_back(kernelArgs[slot]);
@@ -83,11 +80,11 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
                                             Value block) {
           SmallVector<Value> scalars = prologue(b, loc, args);
           Value begin = arith::MulIOp::create(b, loc, block,
-                                              kb::index(b, loc, kUpdateBlock));
+                                              kb::index(b, loc, updateBlock));
           Value end = arith::MinUIOp::create(
               b, loc,
               arith::AddIOp::create(b, loc, begin,
-                                    kb::index(b, loc, kUpdateBlock)),
+                                    kb::index(b, loc, updateBlock)),
               kb::index(b, loc, count));
           kb::forLoop(b, loc, begin, end, {},
                       [&](OpBuilder &b, Location loc, Value i,
@@ -179,13 +176,15 @@ struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
   }
 };
 
-/// sqrt of the sum of squares: a partial sum per block of kNormBlock
-/// elements of each operand (one parallel loop per operand over the block
-/// index), then the partials summed in operand and block order.
+/// sqrt of the sum of squares: a partial sum per block of elements (the
+/// target's ScheduleParameters::normBlock) of each operand (one parallel
+/// loop per operand over the block index), then the partials summed in
+/// operand and block order.
 struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
   LogicalResult lowerOp(graph::GlobalNormOp op,
                         KernelLowering &lowering) const override {
     Type elementType = op.getType().getElementType();
+    int64_t normBlock = lowering.getSchedule().normBlock;
     SmallVector<Value> inputs;
     SmallVector<int64_t> counts, blocks, bases;
     int64_t totalBlocks = 0, range = 0, totalElements = 0;
@@ -195,7 +194,7 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
         continue;
       inputs.push_back(lowering.view(lowering.lookup(input), {count}));
       counts.push_back(count);
-      blocks.push_back((count + kNormBlock - 1) / kNormBlock);
+      blocks.push_back((count + normBlock - 1) / normBlock);
       bases.push_back(totalBlocks);
       totalBlocks += blocks.back();
       range = std::max(range, blocks.back());
@@ -209,7 +208,7 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
       buffers.push_back(partials);
       lowering.launch(
           op.getLoc(), op->getName().getStringRef(), buffers, range,
-          kb::chooseGrain(range, totalElements / range),
+          totalElements / range,
           [&](OpBuilder &b, Location loc, ValueRange args) {
             for (unsigned k = 0; k < inputs.size(); ++k) {
               kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
@@ -217,11 +216,11 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
                 auto sumBlock = [&](OpBuilder &b, Location loc) {
                   Arith f{b, loc, elementType};
                   Value begin = arith::MulIOp::create(
-                      b, loc, block, kb::index(b, loc, kNormBlock));
+                      b, loc, block, kb::index(b, loc, normBlock));
                   Value end = arith::MinUIOp::create(
                       b, loc,
                       arith::AddIOp::create(b, loc, begin,
-                                            kb::index(b, loc, kNormBlock)),
+                                            kb::index(b, loc, normBlock)),
                       kb::index(b, loc, counts[k]));
                   Value sum = kb::forLoop(
                       b, loc, begin, end, f.c(0.0),

@@ -86,8 +86,7 @@ struct DropoutToKernel : OpToKernelPattern<graph::DropoutOp> {
                        lowering.view(result, {count}),
                        lowering.getRngState()};
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, blocks,
-        kb::chooseGrain(blocks, 4 * 20),
+        op.getLoc(), op->getName().getStringRef(), buffers, blocks, 4 * 20,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
                                               Value block) {

@@ -26,10 +26,6 @@
 using namespace mlir;
 using namespace kiln;
 
-/// Result columns one iteration of the column template owns: 256 bytes of
-/// f32, a few vector registers.
-static constexpr int64_t kColumnBlock = 64;
-
 namespace {
 struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
   LogicalResult lowerOp(graph::ReduceOp op,
@@ -78,8 +74,7 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     SmallVector<Value> buffers = {lowering.view(result, {kept})};
     llvm::append_range(buffers, input.getBuffers());
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, kept,
-        kb::chooseGrain(kept, count),
+        op.getLoc(), op->getName().getStringRef(), buffers, kept, count,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, kept, [&](OpBuilder &b, Location loc,
                                             Value keptIndex) {
@@ -158,8 +153,7 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     SmallVector<Value> buffers = {lowering.view(result, {kept})};
     llvm::append_range(buffers, input.getBuffers());
     lowering.launch(
-        op.getLoc(), op->getName().getStringRef(), buffers, kept,
-        kb::chooseGrain(kept, count),
+        op.getLoc(), op->getName().getStringRef(), buffers, kept, count,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(
               b, loc, kept, [&](OpBuilder &b, Location loc, Value k) {
@@ -177,12 +171,13 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
         });
   }
 
-  /// The input seen as [count, kept]: one iteration per block of
-  /// kColumnBlock result columns, accumulating row after row into them.
+  /// The input seen as [count, kept]: one iteration per block of result
+  /// columns (the target's ScheduleParameters::columnBlock), accumulating
+  /// row after row into them.
   static void lowerColumns(graph::ReduceOp op, KernelLowering &lowering,
                            Value result, int64_t kept, int64_t count,
                            graph::ReduceKind kind, Type elementType) {
-    int64_t blockWidth = std::min(kept, kColumnBlock);
+    int64_t blockWidth = std::min(kept, lowering.getSchedule().columnBlock);
     int64_t blocks = (kept + blockWidth - 1) / blockWidth;
     ElementSource input =
         lowering.getElementSource(op.getInput(), {count, kept});
@@ -190,8 +185,7 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     llvm::append_range(buffers, input.getBuffers());
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, blocks,
-        kb::chooseGrain(blocks, count * blockWidth),
-        [&](OpBuilder &b, Location loc, ValueRange args) {
+        count * blockWidth, [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
                                               Value block) {
             Value begin = arith::MulIOp::create(b, loc, block,

@@ -22,10 +22,10 @@ static int64_t product(ArrayRef<int64_t> dims) {
   return result;
 }
 
-/// The chunk size of a kernel over the first dim of `shape`.
-static int64_t grainOfShape(ArrayRef<int64_t> shape) {
+/// The work of one iteration of a kernel over the first dim of `shape`.
+static int64_t workPerRow(ArrayRef<int64_t> shape) {
   int64_t range = kb::rangeOfShape(shape);
-  return kb::chooseGrain(range, product(shape) / std::max<int64_t>(range, 1));
+  return product(shape) / std::max<int64_t>(range, 1);
 }
 
 static Value copyScalar(OpBuilder &, Location, ValueRange inputs) {
@@ -45,7 +45,7 @@ static void launchBoxCopy(KernelLowering &lowering, Operation *op,
       intoDestination ? sourceType.getShape() : destinationType.getShape();
   kernel::LaunchOp launch = lowering.launch(
       op->getLoc(), op->getName().getStringRef(), {source, destination},
-      kb::rangeOfShape(boxShape), grainOfShape(boxShape),
+      kb::rangeOfShape(boxShape), workPerRow(boxShape),
       [&](OpBuilder &b, Location loc, ValueRange args) {
         SmallVector<int64_t> strides(boxShape.size(), 1);
         Value from = args[0], to = args[1];
@@ -80,7 +80,7 @@ struct IndexMapCopyToKernel : OpToKernelPattern<OpTy> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(),
         {lowering.lookup(op.getInput()), result}, kb::rangeOfShape(out),
-        grainOfShape(out), [&](OpBuilder &b, Location loc, ValueRange args) {
+        workPerRow(out), [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelGeneric(b, loc, args[0], map, args[1], copyScalar);
         });
     lowering.bind(op.getResult(), result);

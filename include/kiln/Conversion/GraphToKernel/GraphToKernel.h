@@ -23,6 +23,7 @@
 #define KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -94,7 +95,8 @@ class KernelLowering {
 public:
   KernelLowering(mlir::ModuleOp module, kernel::EntryOp entry,
                  mlir::func::FuncOp source, bool training,
-                 const GraphToKernelPatternSet &patterns);
+                 const GraphToKernelPatternSet &patterns,
+                 const TargetInfo &target);
 
   /// The builder that inserts entry-level ops (alloc, launch, gemm, ...) in
   /// program order.
@@ -102,6 +104,8 @@ public:
   mlir::MLIRContext *getContext() { return builder.getContext(); }
   /// Whether dropout is active (train_step) rather than the identity.
   bool isTraining() const { return training; }
+  /// The block sizes of the templates, from the target.
+  const ScheduleParameters &getSchedule() const { return schedule; }
 
   /// The buffer bound to a graph value (a memref of the tensor's shape).
   mlir::Value lookup(mlir::Value tensor) const;
@@ -143,12 +147,14 @@ public:
   mlir::LogicalResult lowerNested(mlir::Operation *op, llvm::StringRef origin);
 
   /// Creates a kernel.func whose arguments have the types of `buffers`, with
-  /// the parallel extent `range` and chunk size `grain`; fills its body with
+  /// the parallel extent `range`, each of whose iterations does `work`
+  /// elements of work (see kb::chooseGrain; the grain where the target runs
+  /// ranges in chunks); fills its body with
   /// `body`; and launches it on `buffers`. `origin` names the graph op(s) the
   /// kernel implements (the plan's op name); `loc` is their location.
   kernel::LaunchOp launch(mlir::Location loc, llvm::StringRef origin,
-                          mlir::ValueRange buffers, int64_t range,
-                          int64_t grain, KernelBodyBuilder body);
+                          mlir::ValueRange buffers, int64_t range, int64_t work,
+                          KernelBodyBuilder body);
   /// Marks an entry-level op with the graph op(s) it implements.
   void setOrigin(mlir::Operation *op, llvm::StringRef origin);
 
@@ -191,6 +197,8 @@ private:
   kernel::EntryOp entry;
   mlir::OpBuilder builder;
   bool training;
+  const TargetInfo &target;
+  ScheduleParameters schedule;
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
   /// For each `graph.update` result: the buffer of the parameter or state it
   /// updates, until allocateResult writes it there (then null).
@@ -270,7 +278,7 @@ using ElementwiseScalarFn = llvm::function_ref<mlir::Value(
     mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
 /// Launches `y[i] = scalar(x0[i], x1[i], ...)` over the flattened operands
 /// and the single result of `op` (all of one shape), and binds the result.
-/// `workPerElement` weighs an element's cost for the grain (kb::chooseGrain):
+/// `workPerElement` weighs an element's cost (kb::chooseGrain):
 /// 1 for a few arithmetic ops, more for transcendental functions.
 void launchElementwise(mlir::Operation *op, KernelLowering &lowering,
                        ElementwiseScalarFn scalar, int64_t workPerElement = 1);

@@ -91,20 +91,16 @@ void recordStatus(mlir::OpBuilder &b, mlir::Location loc, mlir::Value status,
 /// The kernel range of a linalg.generic over `shape`: its first dim, or 1
 /// for a scalar.
 int64_t rangeOfShape(llvm::ArrayRef<int64_t> shape);
-/// The elements of work a chunk of a kernel's range should hold at least.
-constexpr int64_t kElementsPerChunk = 16384;
-
 /// The grain (the smallest chunk worth a thread) of a kernel whose
 /// iterations each do `workPerIteration` elements of work, counted as the
 /// elements an iteration reads and writes, weighted by their cost when one
 /// element costs much more than a load and an add (a libm call, a division,
-/// a square root). The cost rule: a chunk holds at least kElementsPerChunk
-/// elements of work -- several microseconds on one core, against about a
-/// microsecond to hand a chunk to a pool thread -- so a kernel splits
-/// across the pool once it has twice that much work in all, and small
-/// kernels run on the calling thread. The grain only decides how the range
-/// may be cut; no result depends on it (no sum crosses an iteration).
-int64_t chooseGrain(int64_t range, int64_t workPerIteration);
+/// a square root). The cost rule: a chunk holds at least `workPerChunk`
+/// elements of work (the target's TargetInfo::getWorkPerChunk). The grain
+/// only decides how the range may be cut; no result depends on it (no sum
+/// crosses an iteration).
+int64_t chooseGrain(int64_t range, int64_t workPerIteration,
+                    int64_t workPerChunk);
 
 } // namespace kiln::kb
 

@@ -40,15 +40,13 @@ static LogicalResult verifyBufferType(Operation *op, Type type,
 //===----------------------------------------------------------------------===//
 
 void FuncOp::build(OpBuilder &builder, OperationState &state, StringRef name,
-                   FunctionType type, int64_t range, int64_t grain) {
+                   FunctionType type, int64_t range) {
   state.addAttribute(SymbolTable::getSymbolAttrName(),
                      builder.getStringAttr(name));
   state.addAttribute(getFunctionTypeAttrName(state.name),
                      TypeAttr::get(type));
   state.addAttribute(getRangeAttrName(state.name),
                      builder.getI64IntegerAttr(range));
-  state.addAttribute(getGrainAttrName(state.name),
-                     builder.getI64IntegerAttr(grain));
   state.addRegion();
 }
 
@@ -84,8 +82,10 @@ std::string FuncOp::getExportedSymbol() { return ("kiln_" + getSymName()).str();
 LogicalResult FuncOp::verify() {
   if (getRange() < 1)
     return emitOpError() << "range must be positive, got " << getRange();
-  if (getGrain() < 1)
-    return emitOpError() << "grain must be positive, got " << getGrain();
+  if (std::optional<uint64_t> grain = getGrain();
+      grain && static_cast<int64_t>(*grain) < 1)
+    return emitOpError() << "grain must be positive, got "
+                         << static_cast<int64_t>(*grain);
   if (!getFunctionType().getResults().empty())
     return emitOpError() << "returns nothing: results are written to buffers";
   for (auto [index, type] : llvm::enumerate(getArgumentTypes()))

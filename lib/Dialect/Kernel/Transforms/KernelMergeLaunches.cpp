@@ -187,12 +187,16 @@ replaceRun(ArrayRef<LaunchOp> run, ArrayRef<FuncOp> kernels, int64_t range,
   SmallVector<Type> types;
   for (Value operand : operands)
     types.push_back(operand.getType());
-  int64_t grain = std::numeric_limits<int64_t>::max();
+  // The smallest grain, where every kernel has one (the cpu target's).
+  std::optional<int64_t> grain = std::numeric_limits<int64_t>::max();
   llvm::SetVector<StringRef> origins;
   SmallVector<Location> locations;
   for (size_t i = 0; i < run.size(); ++i) {
     LaunchOp launch = run[i];
-    grain = std::min<int64_t>(grain, FuncOp(kernels[i]).getGrain());
+    std::optional<uint64_t> kernelGrain = FuncOp(kernels[i]).getGrain();
+    grain = grain && kernelGrain
+                ? std::optional(std::min<int64_t>(*grain, *kernelGrain))
+                : std::nullopt;
     if (auto origin =
             launch->getAttrOfType<StringAttr>(KernelDialect::kOriginAttr))
       origins.insert(origin.getValue());
@@ -203,7 +207,9 @@ replaceRun(ArrayRef<LaunchOp> run, ArrayRef<FuncOp> kernels, int64_t range,
   OpBuilder moduleBuilder(FuncOp(kernels.front()));
   auto merged =
       FuncOp::create(moduleBuilder, loc, getUniqueKernelName(symbols, nextName),
-                     moduleBuilder.getFunctionType(types, {}), range, grain);
+                     moduleBuilder.getFunctionType(types, {}), range);
+  if (grain)
+    merged.setGrainAttr(moduleBuilder.getI64IntegerAttr(*grain));
   symbols.insert(merged);
   Block *body = moduleBuilder.createBlock(
       &merged.getBody(), {}, types, SmallVector<Location>(types.size(), loc));

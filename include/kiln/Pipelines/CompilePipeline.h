@@ -1,0 +1,73 @@
+//===- CompilePipeline.h - The one compile driver ---------------*- C++ -*-===//
+//
+// Part of Kiln. Builds the passes from a parsed model (graph dialect) to the
+// planned kernel module an artifact is written from, from one options
+// struct. `kiln compile`, `kiln train`'s cached compile, `--stats` and
+// `--fit-batch` call it, and `kiln-opt --kiln-compile='...'` registers it
+// with the same options, so that kiln-opt reproduces what the CLI runs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PIPELINES_COMPILEPIPELINE_H
+#define KILN_PIPELINES_COMPILEPIPELINE_H
+
+#include "kiln/Target/TargetInfo.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace kiln {
+
+/// What a compile is for and how it goes.
+struct CompileOptions {
+  /// The target the kernels are scheduled for.
+  TargetKind target = TargetKind::Cpu;
+  /// What code is generated for (TargetInfo::getArch): the x86-64 CPU, or
+  /// sm_80/sm_90; empty: the target's default (x86-64-v2, sm_90).
+  std::string arch;
+  /// Build the training entry points from the train block first
+  /// (--graph-train-step: forward, autodiff, optimizer update).
+  bool train = false;
+  /// Group ops into graph.fusion regions (--graph-fuse) and merge
+  /// independent launches (multi-tensor kernels); `--no-fuse` clears it.
+  bool fuse = true;
+  /// Recompute forward activations in the backward to meet `memoryBudget`
+  /// (--graph-recompute); `--no-recompute` clears it.
+  bool recompute = true;
+  /// The bytes `peak_bytes` must fit in (0: no budget). The planner has the
+  /// last word: a final plan over the budget is an error.
+  int64_t memoryBudget = 0;
+  /// Place transients one after another (--kernel-assign-offsets-naive)
+  /// instead of with the memory planner: the baseline the planner is
+  /// measured and checked against.
+  bool naiveArena = false;
+  /// The step's precision: fp32 (bf16 and fp16 come with the
+  /// mixed-precision passes).
+  std::string precision = "fp32";
+  /// Data-parallel processes the step is compiled for: 1 (collectives come
+  /// with the data-parallel passes).
+  int64_t worldSize = 1;
+};
+
+/// Why `options` cannot be compiled (an unknown arch, a precision or world
+/// size not supported yet), or an empty string.
+std::string checkCompileOptions(const CompileOptions &options);
+
+/// Training step (when `train`), then fusion, lowering, scheduling and the
+/// memory plan. With options that checkCompileOptions refuses, the pipeline
+/// is one pass that fails with its message.
+void buildCompilePipeline(mlir::OpPassManager &pm,
+                          const CompileOptions &options);
+
+/// The passes that build the training entry points (none unless `train`).
+void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &options);
+/// The passes after them: graph entries to a planned kernel module.
+void addKernelPasses(mlir::OpPassManager &pm, const CompileOptions &options);
+
+/// Registers `--kiln-compile` with CompileOptions' fields as its options.
+void registerCompilePipeline();
+
+} // namespace kiln
+
+#endif // KILN_PIPELINES_COMPILEPIPELINE_H

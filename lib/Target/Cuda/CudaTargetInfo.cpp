@@ -1,0 +1,49 @@
+//===- CudaTargetInfo.cpp - NVIDIA GPUs: sm_80 and sm_90 ------------------===//
+//
+// Part of Kiln. The limits are CUDA's for compute capabilities 8.0 and 9.0
+// (the programming guide's table of technical specifications).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/TargetInfo.h"
+
+using namespace kiln;
+
+namespace {
+class CudaTargetInfo final : public TargetInfo {
+public:
+  explicit CudaTargetInfo(llvm::StringRef arch)
+      : TargetInfo(TargetKind::Cuda, arch) {}
+
+  // The lowering's templates use the host's blocks until the GPU schedule
+  // templates replace them; a column block of 64 is two warps' lanes.
+  ScheduleParameters getScheduleParameters() const override { return {}; }
+  // A launch covers the whole range: no chunks, no grain.
+  std::optional<int64_t> getWorkPerChunk() const override {
+    return std::nullopt;
+  }
+  // cuBLASLt runs each call whole.
+  std::optional<GemmTiling> getGemmTiling() const override {
+    return std::nullopt;
+  }
+  // Merged kernels are as large on the GPU as on the host; the bound is
+  // LLVM's work per function either way.
+  int64_t getMaxMergedOps() const override { return 800; }
+
+  int64_t getWarpSize() const override { return 32; }
+  int64_t getMaxThreadsPerBlock() const override { return 1024; }
+  int64_t getDefaultSharedBytes() const override { return 48 * 1024; }
+  // ld.global.v4.f32: 128-bit accesses.
+  int64_t getMaxVectorBytes() const override { return 16; }
+};
+} // namespace
+
+std::unique_ptr<TargetInfo> kiln::createCudaTargetInfo(llvm::StringRef arch,
+                                                       std::string &error) {
+  if (arch != "sm_80" && arch != "sm_90") {
+    error = "unsupported CUDA architecture '" + arch.str() +
+            "': expected sm_80 (A100) or sm_90 (H100, H200)";
+    return nullptr;
+  }
+  return std::make_unique<CudaTargetInfo>(arch);
+}

@@ -1,0 +1,51 @@
+//===- HostTargetInfo.cpp - The cpu backend's schedule parameters ---------===//
+//
+// Part of Kiln. The cpu executor runs a kernel's range in chunks on its
+// thread pool and a GEMM in fixed tiles, one single-threaded library call
+// each (DESIGN.md, "Kernel code generation").
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/TargetInfo.h"
+
+using namespace kiln;
+
+namespace {
+class HostTargetInfo final : public TargetInfo {
+public:
+  explicit HostTargetInfo(llvm::StringRef cpu)
+      : TargetInfo(TargetKind::Cpu, cpu) {}
+
+  // Column blocks of 64 f32 results are 256 bytes, a few vector registers;
+  // layer_norm's and the embedding's gradients own 16 columns (two
+  // accumulators each); updates and norm partials are long enough to
+  // vectorize and short enough to spread over the pool.
+  ScheduleParameters getScheduleParameters() const override { return {}; }
+
+  // Several microseconds of work on one core, against about a microsecond
+  // to hand a chunk to a pool thread: a kernel splits across the pool once
+  // it has twice this much work, and small kernels run on the calling
+  // thread.
+  std::optional<int64_t> getWorkPerChunk() const override { return 16384; }
+
+  // About 2M multiply-adds per tile keeps a tile's call overhead small and
+  // gives the pool work to share on the GPT step's shapes.
+  std::optional<GemmTiling> getGemmTiling() const override {
+    return GemmTiling{};
+  }
+
+  // About eight AdamW updates (~45 ops each): one kernel of all 148 updates
+  // of GPT-2 small cost more -O3 time, on one core, than every other kernel.
+  int64_t getMaxMergedOps() const override { return 800; }
+
+  int64_t getWarpSize() const override { return 0; }
+  int64_t getMaxThreadsPerBlock() const override { return 0; }
+  int64_t getDefaultSharedBytes() const override { return 0; }
+  // AVX-512's zmm registers: LLVM's vectorizers choose the width.
+  int64_t getMaxVectorBytes() const override { return 64; }
+};
+} // namespace
+
+std::unique_ptr<TargetInfo> kiln::createHostTargetInfo(llvm::StringRef cpu) {
+  return std::make_unique<HostTargetInfo>(cpu);
+}
