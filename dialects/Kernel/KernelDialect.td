@@ -86,6 +86,34 @@ def Kernel_BufferKindAttr : EnumAttr<Kernel_Dialect, Kernel_BufferKind, "kind"> 
   let assemblyFormat = "`<` $value `>`";
 }
 
+/// What a GEMM does to its result after the product (plan.fbs
+/// GemmEpilogue, the same numbers). With P = alpha op(A) op(B) + beta C:
+/// - none: C = P;
+/// - bias: C = P + bias[j] (a vector of n, over every row and batch);
+/// - gelu: C = gelu(P), and aux = P when given (the pre-activation the
+///   backward needs);
+/// - bias_gelu: C = gelu(P + bias[j]), aux = P + bias[j] when given;
+/// - dgelu: C = P * gelu'(aux) (aux: the forward's pre-activation);
+/// - bias_grad: C = P, and bias[j] = sum over the k rows of op(B) of
+///   column j (the bias gradient of a weight gradient dW = X^T dY).
+/// gelu is the tanh approximation of graph.gelu. The cpu target compiles
+/// none but `none`; cuBLASLt runs them all.
+def Kernel_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "GEMM epilogue", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Bias", 1, "bias">,
+    I32EnumAttrCase<"Gelu", 2, "gelu">,
+    I32EnumAttrCase<"BiasGelu", 3, "bias_gelu">,
+    I32EnumAttrCase<"DGelu", 4, "dgelu">,
+    I32EnumAttrCase<"BiasGrad", 5, "bias_grad">]> {
+  let cppNamespace = "::kiln::kernel";
+  let genSpecializedAttr = 0;
+}
+
+def Kernel_GemmEpilogueAttr
+    : EnumAttr<Kernel_Dialect, Kernel_GemmEpilogue, "epilogue"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kernel_Dialect, mnemonic, traits>;
 

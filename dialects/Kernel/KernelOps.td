@@ -200,7 +200,9 @@ def Kernel_LaunchOp : Kernel_Op<"launch", [HasParent<"EntryOp">,
   }];
 }
 
-def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">]> {
+def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">,
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Batched C = alpha op(A) op(B) + beta C, through a BLAS library.";
   let description = [{
     Row-major matrices: `op(A)` is `m x k`, `op(B)` is `k x n`, `C` is
@@ -208,7 +210,12 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">]> {
     uses the matrices at element offsets `i * stride_x`; a stride of 0
     broadcasts that operand over the batch. Leading dimensions are those of
     contiguous matrices: `lda = transpose_a ? m : k`, `ldb = transpose_b ? k
-    : n`, `ldc = n`. All three buffers have one float element type.
+    : n`, `ldc = n`. The element types of A, B and C are independent
+    (bf16 x bf16 -> f32 is a GEMM of bf16 operands accumulated and stored
+    in f32); A and B have the same one.
+    `epilogue` (GemmEpilogue) says what happens to the product before it
+    is stored, with a `bias` vector of n elements of C's type and an `aux`
+    buffer of C's shape and type where it needs them.
     `tile_m` and `tile_n` (set by `--kernel-tile-gemms`; 0: the whole dim)
     cut each batch entry's C into tiles that the cpu executor computes as
     separate single-threaded library calls: fixed here, so the result does
@@ -217,9 +224,15 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">]> {
     kernel.gemm %a, %b, %c {m = 32 : i64, n = 128 : i64, k = 64 : i64, batch = 1 : i64,
                             stride_a = 0 : i64, stride_b = 0 : i64, stride_c = 0 : i64}
         : memref<32x64xf32>, memref<64x128xf32>, memref<32x128xf32>
+    kernel.gemm %x, %w, %h bias %b aux %pre {m = 32 : i64, n = 128 : i64, k = 64 : i64,
+                            epilogue = #kernel.epilogue<bias_gelu>}
+        : memref<32x64xbf16>, memref<64x128xbf16>, memref<32x128xf32>
+          bias memref<128xf32> aux memref<32x128xf32>
     ```
   }];
   let arguments = (ins Kernel_Buffer:$a, Kernel_Buffer:$b, Kernel_Buffer:$c,
+                       Optional<Kernel_Buffer>:$bias,
+                       Optional<Kernel_Buffer>:$aux,
                        I64Attr:$m, I64Attr:$n, I64Attr:$k,
                        DefaultValuedAttr<I64Attr, "1">:$batch,
                        DefaultValuedAttr<I64Attr, "0">:$stride_a,
@@ -229,10 +242,23 @@ def Kernel_GemmOp : Kernel_Op<"gemm", [HasParent<"EntryOp">]> {
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F64Attr, "0.0">:$beta,
                        DefaultValuedAttr<I64Attr, "0">:$tile_m,
-                       DefaultValuedAttr<I64Attr, "0">:$tile_n);
+                       DefaultValuedAttr<I64Attr, "0">:$tile_n,
+                       DefaultValuedAttr<Kernel_GemmEpilogueAttr,
+                           "::kiln::kernel::GemmEpilogue::None">:$epilogue);
   let assemblyFormat = [{
-    $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+    $a `,` $b `,` $c (`bias` $bias^)? (`aux` $aux^)? attr-dict `:` type($a) `,`
+    type($b) `,` type($c) (`bias` type($bias)^)? (`aux` type($aux)^)?
   }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$a, "::mlir::Value":$b,
+      "::mlir::Value":$c, "int64_t":$m, "int64_t":$n, "int64_t":$k,
+      "int64_t":$batch, "int64_t":$strideA, "int64_t":$strideB,
+      "int64_t":$strideC, "bool":$transposeA, "bool":$transposeB,
+      "::llvm::APFloat":$alpha, "::llvm::APFloat":$beta), [{
+    build($_builder, $_state, a, b, c, /*bias=*/nullptr, /*aux=*/nullptr, m,
+          n, k, batch, strideA, strideB, strideC, transposeA, transposeB,
+          alpha, beta, /*tile_m=*/0, /*tile_n=*/0,
+          ::kiln::kernel::GemmEpilogue::None);
+  }]>];
   let extraClassDeclaration = [{
     int64_t getLda() { return getTransposeA() ? getM() : getK(); }
     int64_t getLdb() { return getTransposeB() ? getK() : getN(); }
@@ -248,7 +274,8 @@ def Kernel_CopyOp : Kernel_Op<"copy", [HasParent<"EntryOp">]> {
     kernel.copy %src, %dst : memref<32x10xf32>, memref<320xf32>
     ```
   }];
-  let arguments = (ins Kernel_Buffer:$source, Kernel_Buffer:$destination);
+  let arguments = (ins Arg<Kernel_Buffer, "", [MemRead]>:$source,
+                       Arg<Kernel_Buffer, "", [MemWrite]>:$destination);
   let assemblyFormat = [{
     $source `,` $destination attr-dict `:` type($source) `,` type($destination)
   }];
@@ -262,7 +289,7 @@ def Kernel_ZeroOp : Kernel_Op<"zero", [HasParent<"EntryOp">]> {
     kernel.zero %g : memref<128xf32>
     ```
   }];
-  let arguments = (ins Kernel_Buffer:$buffer);
+  let arguments = (ins Arg<Kernel_Buffer, "", [MemWrite]>:$buffer);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
 }
 

@@ -13,6 +13,7 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 
 #include "kiln/plan_generated.h"
+#include "kiln/runtime.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -22,9 +23,6 @@
 using namespace mlir;
 using namespace kiln;
 namespace fb = flatbuffers;
-
-/// The plan's version of the schema this writer produces.
-static constexpr uint32_t kPlanSchemaVersion = 2;
 
 /// The plan's name for an element type, or nullopt.
 static std::optional<plan::DType> getPlanDType(Type type) {
@@ -277,6 +275,13 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
                         c = id(gemm.getC());
     if (failed(a) || failed(b) || failed(c))
       return failure();
+    // The cpu executor runs plain GEMMs; the cpu target compiles no
+    // epilogue.
+    if (gemm.getEpilogue() != kernel::GemmEpilogue::None)
+      return gemm.emitError()
+             << "has the epilogue "
+             << kernel::stringifyGemmEpilogue(gemm.getEpilogue())
+             << ", which the cpu executor does not run";
     call =
         plan::CreateGemmCall(
             fbb, *a, *b, *c, gemm.getM(), gemm.getN(), gemm.getK(),
@@ -285,7 +290,8 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
             gemm.getStrideB(), gemm.getStrideC(),
             gemm.getAlpha().convertToDouble(), gemm.getBeta().convertToDouble(),
             *getPlanDType(gemm.getC().getType().getElementType()),
-            gemm.getTileM(), gemm.getTileN())
+            gemm.getTileM(), gemm.getTileN(),
+            *getPlanDType(gemm.getA().getType().getElementType()))
             .Union();
     callType = plan::Call::GemmCall;
   } else if (auto copy = dyn_cast<kernel::CopyOp>(op)) {
@@ -386,7 +392,7 @@ FailureOr<std::vector<uint8_t>> PlanBuilder::build() {
     os << toJson(train);
   }
   auto planOffset = plan::CreatePlan(
-      fbb, kPlanSchemaVersion, fbb.CreateString(options.compilerVersion),
+      fbb, KILN_PLAN_SCHEMA_VERSION, fbb.CreateString(options.compilerVersion),
       fbb.CreateString(model ? model.str() : "model"), fbb.CreateString("cpu"),
       fbb.CreateString("kernels.so"), fbb.CreateVector(buffers),
       fbb.CreateVector(entries), arenaBytes ? arenaBytes.getInt() : 0,

@@ -251,9 +251,10 @@ void checkGemm(const GemmCase &c, DType dtype, int32_t threads = 0) {
   uint32_t a = writer.buffer("a", Kind::Input, dtype, {aSize});
   uint32_t b = writer.buffer("b", Kind::Input, dtype, {bSize});
   uint32_t out = writer.buffer("c", Kind::Output, dtype, {cSize});
-  writer.gemm(plan::CreateGemmCall(
-      writer.fbb, a, b, out, c.m, c.n, c.k, c.batch, c.ta, c.tb, lda, ldb, ldc,
-      strideA, strideB, strideC, c.alpha, c.beta, dtype, c.tileM, c.tileN));
+  writer.gemm(plan::CreateGemmCall(writer.fbb, a, b, out, c.m, c.n, c.k,
+                                   c.batch, c.ta, c.tb, lda, ldb, ldc, strideA,
+                                   strideB, strideC, c.alpha, c.beta, dtype,
+                                   c.tileM, c.tileN, dtype));
   writer.entry("predict", {a, b}, {out});
   Loaded loaded;
   ASSERT_EQ(loaded.open(writer.finish(), threads), KILN_OK)
@@ -376,6 +377,85 @@ TEST(RuntimeExecutor, TiledGemmBytesDoNotDependOnThreads) {
       EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
           << threads << " threads";
     }
+  }
+}
+
+/// A plan's bf16 x bf16 -> f32 GEMM (ab_dtype BF16, dtype F32), in tiles,
+/// against a loop in double over the same bf16 values, under every library
+/// built in.
+TEST(RuntimeExecutor, Bf16GemmAccumulatesInF32) {
+  int64_t m = 70, n = 90, k = 130;
+  std::vector<float> af = randomFloats(m * k, 21), bf = randomFloats(k * n, 22);
+  std::vector<uint16_t> ah, bh;
+  for (float value : af)
+    ah.push_back(kiln::cpu::floatToBf16(value));
+  for (float value : bf)
+    bh.push_back(kiln::cpu::floatToBf16(value));
+  for (const std::string &library : kiln::cpu::builtInGemmLibraries()) {
+    SCOPED_TRACE(library);
+    ScopedEnvironment scoped("KILN_GEMM", library);
+    PlanWriter writer;
+    uint32_t a = writer.buffer("a", Kind::Input, DType::BF16, {m * k});
+    uint32_t b = writer.buffer("b", Kind::Input, DType::BF16, {k * n});
+    uint32_t out = writer.buffer("c", Kind::Output, DType::F32, {m * n});
+    writer.gemm(plan::CreateGemmCall(writer.fbb, a, b, out, m, n, k, 1, false,
+                                     false, k, n, n, 0, 0, 0, 1.0, 0.0,
+                                     DType::F32, 64, 64, DType::BF16));
+    writer.entry("predict", {a, b}, {out});
+    Loaded loaded;
+    ASSERT_EQ(loaded.open(writer.finish(), 2), KILN_OK) << kiln_last_error();
+    ASSERT_EQ(
+        kiln_session_set_buffer(loaded.session, "a", ah.data(), ah.size() * 2),
+        KILN_OK)
+        << kiln_last_error();
+    ASSERT_EQ(
+        kiln_session_set_buffer(loaded.session, "b", bh.data(), bh.size() * 2),
+        KILN_OK);
+    ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+        << kiln_last_error();
+    std::vector<float> c = readBuffer<float>(loaded.session, "c", m * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          double product = double(kiln::cpu::bf16ToFloat(ah[i * k + l])) *
+                           kiln::cpu::bf16ToFloat(bh[l * n + j]);
+          sum += product;
+          magnitude += std::fabs(product);
+        }
+        ASSERT_NEAR(c[i * n + j], sum, 1e-5 * (magnitude + 1))
+            << "C[" << i << ", " << j << "]";
+      }
+  }
+}
+
+/// GEMM types the cpu executor has no kernel for, and epilogues (the cpu
+/// target compiles none), fail the session with what the plan asked.
+TEST(RuntimeExecutor, GemmTypesAndEpiloguesItCannotRunAreRefused) {
+  struct Case {
+    DType ab, c;
+    plan::GemmEpilogue epilogue;
+    const char *message;
+  } cases[] = {
+      {DType::F16, DType::F32, plan::GemmEpilogue::None,
+       "a GEMM of f16 x f16 -> f32: the cpu executor computes f32, f64 and "
+       "bf16 x bf16 -> f32"},
+      {DType::F32, DType::F32, plan::GemmEpilogue::BiasGelu,
+       "a GEMM with the epilogue BiasGelu: the cpu executor runs GEMMs "
+       "without one"},
+  };
+  for (const Case &c : cases) {
+    PlanWriter writer;
+    uint32_t a = writer.buffer("a", Kind::Input, c.ab, {4});
+    uint32_t out = writer.buffer("c", Kind::Output, c.c, {4});
+    writer.gemm(plan::CreateGemmCall(writer.fbb, a, a, out, 2, 2, 2, 1, false,
+                                     false, 2, 2, 2, 0, 0, 0, 1.0, 0.0, c.c, 0,
+                                     0, c.ab, c.epilogue));
+    writer.entry("predict", {a}, {out});
+    Loaded loaded;
+    EXPECT_NE(loaded.open(writer.finish(), 1), KILN_OK);
+    EXPECT_NE(std::string(kiln_last_error()).find(c.message), std::string::npos)
+        << kiln_last_error();
   }
 }
 

@@ -50,7 +50,7 @@ extern "C" {
 #endif
 
 /** The plan schema version (Plan.schema_version) this runtime executes. */
-#define KILN_PLAN_SCHEMA_VERSION 2
+#define KILN_PLAN_SCHEMA_VERSION 3
 
 /** The result of every call: KILN_OK or one of the error codes. */
 typedef int32_t kiln_status;

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
+#include "kiln/KernelStatus.h"
 
 #include <cstring>
 
@@ -130,15 +131,16 @@ Result Session::checkStatus(const PreparedEntry &entry, size_t index) const {
     if (report[0] == 0)
       continue;
     std::string problem;
-    switch (report[0]) {
-    case 1:
+    switch (static_cast<KernelStatus>(report[0])) {
+    case KernelStatus::BadEmbeddingId:
       problem = "embedding id " + std::to_string(report[1]) +
                 " is out of range (an input holds an id outside [0, V))";
       break;
-    case 2:
+    case KernelStatus::BadTarget:
       problem = "cross-entropy target " + std::to_string(report[1]) +
                 " is out of range (an input holds a class outside [0, C))";
       break;
+    case KernelStatus::Ok:
     default:
       problem = "kernel reported error code " + std::to_string(report[0]) +
                 " (value " + std::to_string(report[1]) + ")";

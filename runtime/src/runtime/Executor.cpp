@@ -129,16 +129,24 @@ void Session::runKernel(const PreparedOp &op) {
 }
 
 Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
-  if (call.dtype() == plan::DType::F32)
+  plan::DType ab = call.ab_dtype(), c = call.dtype();
+  if (ab == plan::DType::F32 && c == plan::DType::F32)
     prepared.gemmTypes = cpu::GemmTypes::F32;
-  else if (call.dtype() == plan::DType::F64)
+  else if (ab == plan::DType::F64 && c == plan::DType::F64)
     prepared.gemmTypes = cpu::GemmTypes::F64;
+  else if (ab == plan::DType::BF16 && c == plan::DType::F32)
+    prepared.gemmTypes = cpu::GemmTypes::BF16_F32;
   else
+    return Result::error(
+        KILN_ERROR_UNSUPPORTED,
+        std::string("a GEMM of ") + dtypeName(ab) + " x " + dtypeName(ab) +
+            " -> " + dtypeName(c) +
+            ": the cpu executor computes f32, f64 and bf16 x bf16 -> f32");
+  if (call.epilogue() != plan::GemmEpilogue::None)
     return Result::error(KILN_ERROR_UNSUPPORTED,
-                         std::string("a GEMM in ") + dtypeName(call.dtype()) +
-                             ": the cpu executor computes f32 and f64 GEMMs "
-                             "(bf16 x bf16 -> f32 only through its GEMM "
-                             "layer, until the plan can express it)");
+                         std::string("a GEMM with the epilogue ") +
+                             plan::EnumNameGemmEpilogue(call.epilogue()) +
+                             ": the cpu executor runs GEMMs without one");
   std::shared_ptr<const cpu::GemmLibrary> library =
       cpu::getGemmLibraryFor(prepared.gemmTypes, gemm_);
   std::pair<cpu::GemmTypes, const cpu::GemmLibrary *> use{prepared.gemmTypes,
@@ -171,9 +179,12 @@ cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
                                    int64_t row, int64_t rows, int64_t column,
                                    int64_t columns) const {
   const plan::GemmCall &call = *op.gemm;
+  // C's elements, and A's and B's (2 bytes for bf16 x bf16 -> f32).
   size_t elementBytes = op.gemmTypes == cpu::GemmTypes::F64 ? 8 : 4;
-  auto at = [&](uint32_t id, int64_t offset) {
-    return static_cast<char *>(pointers_[id]) + offset * elementBytes;
+  size_t operandBytes =
+      op.gemmTypes == cpu::GemmTypes::BF16_F32 ? 2 : elementBytes;
+  auto at = [&](uint32_t id, int64_t offset, size_t bytes) {
+    return static_cast<char *>(pointers_[id]) + offset * bytes;
   };
   // The rows of A (columns of the stored A when transposed) and the columns
   // of B (rows of the stored B when transposed) that the tile reads.
@@ -191,11 +202,11 @@ cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
   problem.k = call.k();
   problem.alpha = call.alpha();
   problem.beta = call.beta();
-  problem.a = at(call.a(), aOffset);
+  problem.a = at(call.a(), aOffset, operandBytes);
   problem.lda = call.lda();
-  problem.b = at(call.b(), bOffset);
+  problem.b = at(call.b(), bOffset, operandBytes);
   problem.ldb = call.ldb();
-  problem.c = at(call.c(), cOffset);
+  problem.c = at(call.c(), cOffset, elementBytes);
   problem.ldc = call.ldc();
   return problem;
 }

@@ -131,8 +131,11 @@ private:
     }
     case plan::Call::GemmCall: {
       const plan::GemmCall &call = *op.call_as_GemmCall();
-      std::string text = std::string("gemm ") + dtypeName(call.dtype()) +
-                         " m=" + std::to_string(call.m()) +
+      std::string types = dtypeName(call.dtype());
+      if (call.ab_dtype() != call.dtype())
+        types = std::string(dtypeName(call.ab_dtype())) + " x " +
+                dtypeName(call.ab_dtype()) + " -> " + types;
+      std::string text = "gemm " + types + " m=" + std::to_string(call.m()) +
                          " n=" + std::to_string(call.n()) +
                          " k=" + std::to_string(call.k());
       if (call.batch() != 1)

@@ -55,10 +55,12 @@ public:
     const BufferInfo &buffer = buffers_[id];
     std::string what =
         where_ + ": GEMM operand " + operand + " ('" + buffer.name + "')";
-    if (buffer.dtype != call.dtype())
+    plan::DType dtype = operand == 'C' ? call.dtype() : call.ab_dtype();
+    if (buffer.dtype != dtype)
       return invalidFormat(what + " is " + dtypeName(buffer.dtype) +
-                           " but the GEMM computes in " +
-                           dtypeName(call.dtype()));
+                           " but the GEMM's " +
+                           (operand == 'C' ? "result" : "operands") + " are " +
+                           dtypeName(dtype));
     if (rows == 0 || cols == 0)
       return Result::ok();
     if (ld < cols)

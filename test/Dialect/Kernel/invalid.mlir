@@ -147,3 +147,71 @@ kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.n
   kernel.gemm %a, %a, %c {m = -2 : i64, n = 2 : i64, k = 2 : i64} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
   kernel.return
 }
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xbf16> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %b: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "b"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{needs float buffers, A and B of one element type (C's may differ)}}
+  kernel.gemm %a, %b, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64} : memref<2x2xbf16>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{epilogue bias needs bias vector}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, epilogue = #kernel.epilogue<bias>} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %v: memref<2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "v"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{epilogue none takes no bias vector}}
+  kernel.gemm %a, %a, %c bias %v {m = 2 : i64, n = 2 : i64, k = 2 : i64} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32> bias memref<2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %v: memref<3xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "v"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{bias must hold n = 2 elements of C's type, got 'memref<3xf32>'}}
+  kernel.gemm %a, %a, %c bias %v {m = 2 : i64, n = 2 : i64, k = 2 : i64, epilogue = #kernel.epilogue<bias>} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32> bias memref<3xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{epilogue dgelu needs the forward's pre-activation as aux}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, epilogue = #kernel.epilogue<dgelu>} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %x: memref<4xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+1 {{aux must have C's type 'memref<2x2xf32>', got 'memref<4xf32>'}}
+  kernel.gemm %a, %a, %c aux %x {m = 2 : i64, n = 2 : i64, k = 2 : i64, epilogue = #kernel.epilogue<gelu>} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32> aux memref<4xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "a"},
+                %c: memref<2x2xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "c"}) {
+  // expected-error @+2 {{expected ::kiln::kernel::GemmEpilogue to be one of: none, bias, gelu, bias_gelu, dgelu, bias_grad}}
+  // expected-error @+1 {{failed to parse Kernel_GemmEpilogueAttr parameter 'value'}}
+  kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, epilogue = #kernel.epilogue<relu>} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
+  kernel.return
+}

@@ -44,3 +44,27 @@ kernel.entry @eval_step(
   kernel.zero %t : memref<2x4xf32>
   kernel.return
 }
+
+// GEMM contracts: A and B of one type, C of its own (bf16 x bf16 -> f32),
+// and an epilogue with its bias vector and pre-activation output.
+// CHECK-LABEL: kernel.entry @epilogues
+// CHECK: kernel.gemm %{{.*}}, %{{.*}}, %{{.*}} {k = 3 : i64, m = 2 : i64, n = 4 : i64} : memref<2x3xbf16>, memref<3x4xbf16>, memref<2x4xf32>
+// CHECK: kernel.gemm %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} aux %{{.*}} {epilogue = #kernel.epilogue<bias_gelu>, k = 3 : i64, m = 2 : i64, n = 4 : i64} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32> bias memref<4xf32> aux memref<2x4xf32>
+// CHECK: kernel.gemm %{{.*}}, %{{.*}}, %{{.*}} aux %{{.*}} {epilogue = #kernel.epilogue<dgelu>
+// CHECK: kernel.gemm %{{.*}}, %{{.*}}, %{{.*}} bias %{{.*}} {epilogue = #kernel.epilogue<bias_grad>
+kernel.entry @epilogues(
+    %xh: memref<2x3xbf16> {kernel.kind = #kernel.kind<input>, kernel.name = "xh"},
+    %wh: memref<3x4xbf16> {kernel.kind = #kernel.kind<param>, kernel.name = "wh", kernel.init = {kind = "zeros"}},
+    %x: memref<2x3xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+    %w: memref<3x4xf32> {kernel.kind = #kernel.kind<param>, kernel.name = "w", kernel.init = {kind = "zeros"}},
+    %b: memref<4xf32> {kernel.kind = #kernel.kind<param>, kernel.name = "b", kernel.init = {kind = "zeros"}},
+    %y: memref<2x4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  %pre = kernel.alloc {arena_offset = 0 : i64} : memref<2x4xf32>
+  %dw = kernel.alloc {arena_offset = 64 : i64} : memref<3x4xf32>
+  %db = kernel.alloc {arena_offset = 128 : i64} : memref<4xf32>
+  kernel.gemm %xh, %wh, %y {m = 2 : i64, n = 4 : i64, k = 3 : i64} : memref<2x3xbf16>, memref<3x4xbf16>, memref<2x4xf32>
+  kernel.gemm %x, %w, %y bias %b aux %pre {m = 2 : i64, n = 4 : i64, k = 3 : i64, epilogue = #kernel.epilogue<bias_gelu>} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32> bias memref<4xf32> aux memref<2x4xf32>
+  kernel.gemm %x, %w, %y aux %pre {m = 2 : i64, n = 4 : i64, k = 3 : i64, epilogue = #kernel.epilogue<dgelu>} : memref<2x3xf32>, memref<3x4xf32>, memref<2x4xf32> aux memref<2x4xf32>
+  kernel.gemm %x, %y, %dw bias %db {m = 3 : i64, n = 4 : i64, k = 2 : i64, transpose_a, epilogue = #kernel.epilogue<bias_grad>} : memref<2x3xf32>, memref<2x4xf32>, memref<3x4xf32> bias memref<4xf32>
+  kernel.return
+}

@@ -24,6 +24,23 @@ bool kiln::kernel::isScheduledOp(Operation *op) {
   return !isa<AllocOp, ViewOp, ConstantOp, ReturnOp>(op);
 }
 
+/// What `op` declares it does to `value` (ReadWrite for an effect that is
+/// neither a read nor a write).
+static BufferAccess getDeclaredAccess(MemoryEffectOpInterface op, Value value) {
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  op.getEffectsOnValue(value, instances);
+  BufferAccess access = BufferAccess::None;
+  for (const MemoryEffects::EffectInstance &instance : instances) {
+    if (isa<MemoryEffects::Read>(instance.getEffect()))
+      access = access | BufferAccess::Read;
+    else if (isa<MemoryEffects::Write>(instance.getEffect()))
+      access = access | BufferAccess::Write;
+    else
+      access = access | BufferAccess::ReadWrite;
+  }
+  return access;
+}
+
 /// The access of one use of a memref inside a kernel body.
 static BufferAccess getUseAccess(OpOperand &use) {
   Operation *user = use.getOwner();
@@ -49,18 +66,7 @@ static BufferAccess getUseAccess(OpOperand &use) {
   auto effects = dyn_cast<MemoryEffectOpInterface>(user);
   if (!effects)
     return BufferAccess::ReadWrite;
-  SmallVector<MemoryEffects::EffectInstance> instances;
-  effects.getEffectsOnValue(use.get(), instances);
-  BufferAccess access = BufferAccess::None;
-  for (const MemoryEffects::EffectInstance &instance : instances) {
-    if (isa<MemoryEffects::Read>(instance.getEffect()))
-      access = access | BufferAccess::Read;
-    else if (isa<MemoryEffects::Write>(instance.getEffect()))
-      access = access | BufferAccess::Write;
-    else
-      access = access | BufferAccess::ReadWrite;
-  }
-  return access;
+  return getDeclaredAccess(effects, use.get());
 }
 
 /// The elementwise pairs of a body that is one linalg op with parallel
@@ -141,16 +147,11 @@ BufferAccessAnalysis::getOperandAccess(Operation *op) {
     if (const KernelArgumentEffects *effects = getKernelEffects(launch))
       if (effects->access.size() == access.size())
         access.assign(effects->access.begin(), effects->access.end());
-  } else if (auto gemm = dyn_cast<GemmOp>(op)) {
-    access[0] = access[1] = BufferAccess::Read;
-    access[2] = gemm.getBeta().convertToDouble() == 0.0
-                    ? BufferAccess::Write
-                    : BufferAccess::ReadWrite;
-  } else if (isa<CopyOp>(op)) {
-    access[0] = BufferAccess::Read;
-    access[1] = BufferAccess::Write;
-  } else if (isa<ZeroOp>(op)) {
-    access[0] = BufferAccess::Write;
+  } else if (auto effects = dyn_cast<MemoryEffectOpInterface>(op)) {
+    // The op's contract (kernel.gemm, copy, zero declare their effects).
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      if (isa<MemRefType>(operand.getType()))
+        access[index] = getDeclaredAccess(effects, operand);
   }
   return access;
 }

@@ -290,12 +290,69 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+void GemmOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  MemoryEffects::Effect *read = MemoryEffects::Read::get();
+  MemoryEffects::Effect *write = MemoryEffects::Write::get();
+  effects.emplace_back(read, &getAMutable());
+  effects.emplace_back(read, &getBMutable());
+  if (!getBeta().isZero())
+    effects.emplace_back(read, &getCMutable());
+  effects.emplace_back(write, &getCMutable());
+  GemmEpilogue epilogue = getEpilogue();
+  if (getBias())
+    effects.emplace_back(epilogue == GemmEpilogue::BiasGrad ? write : read,
+                         &getBiasMutable()[0]);
+  if (getAux())
+    effects.emplace_back(epilogue == GemmEpilogue::DGelu ? read : write,
+                         &getAuxMutable()[0]);
+}
+
+/// Checks the bias and aux operands `epilogue` needs.
+static LogicalResult verifyEpilogue(GemmOp op) {
+  GemmEpilogue epilogue = op.getEpilogue();
+  StringRef name = stringifyGemmEpilogue(epilogue);
+  bool needsBias = epilogue == GemmEpilogue::Bias ||
+                   epilogue == GemmEpilogue::BiasGelu ||
+                   epilogue == GemmEpilogue::BiasGrad;
+  bool takesAux = epilogue == GemmEpilogue::Gelu ||
+                  epilogue == GemmEpilogue::BiasGelu ||
+                  epilogue == GemmEpilogue::DGelu;
+  if (needsBias != static_cast<bool>(op.getBias()))
+    return op.emitOpError()
+           << "epilogue " << name << (needsBias ? " needs" : " takes no")
+           << " bias vector";
+  if (!takesAux && op.getAux())
+    return op.emitOpError() << "epilogue " << name << " takes no aux buffer";
+  if (epilogue == GemmEpilogue::DGelu && !op.getAux())
+    return op.emitOpError()
+           << "epilogue dgelu needs the forward's pre-activation as aux";
+  Type resultType = op.getC().getType().getElementType();
+  if (Value bias = op.getBias()) {
+    auto type = cast<MemRefType>(bias.getType());
+    if (type.getElementType() != resultType ||
+        type.getNumElements() != static_cast<int64_t>(op.getN()))
+      return op.emitOpError() << "bias must hold n = " << op.getN()
+                              << " elements of C's type, got " << type;
+  }
+  if (Value aux = op.getAux())
+    if (aux.getType() != op.getC().getType())
+      return op.emitOpError()
+             << "aux must have C's type " << op.getC().getType() << ", got "
+             << aux.getType();
+  return success();
+}
+
 LogicalResult GemmOp::verify() {
-  Type elementType = getA().getType().getElementType();
-  if (!isa<FloatType>(elementType) ||
-      getB().getType().getElementType() != elementType ||
-      getC().getType().getElementType() != elementType)
-    return emitOpError() << "needs three buffers of one float element type";
+  Type operandType = getA().getType().getElementType();
+  Type resultType = getC().getType().getElementType();
+  if (!isa<FloatType>(operandType) || !isa<FloatType>(resultType) ||
+      getB().getType().getElementType() != operandType)
+    return emitOpError() << "needs float buffers, A and B of one element "
+                            "type (C's may differ)";
+  if (failed(verifyEpilogue(*this)))
+    return failure();
   // I64Attr's getters return the value as unsigned.
   if (static_cast<int64_t>(getM()) < 1 || static_cast<int64_t>(getN()) < 1 ||
       static_cast<int64_t>(getK()) < 1 || static_cast<int64_t>(getBatch()) < 1)
