@@ -73,6 +73,15 @@ def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
   let cppNamespace = "::kiln::graph";
 }
 
+/// The learning-rate schedules `graph.lr_schedule` computes (and the train
+/// block's `schedule` names).
+def Graph_LrScheduleKind : I32EnumAttr<"LrScheduleKind", "learning-rate schedule", [
+    I32EnumAttrCase<"Constant", 0, "constant">,
+    I32EnumAttrCase<"Linear", 1, "linear">,
+    I32EnumAttrCase<"Cosine", 2, "cosine">]> {
+  let cppNamespace = "::kiln::graph";
+}
+
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 

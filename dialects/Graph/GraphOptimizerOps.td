@@ -29,14 +29,14 @@ def Graph_LrScheduleOp : Graph_Op<"lr_schedule", [Pure, Graph_OptimizerOpTrait,
     `cosine` (`lr * (final + (1 - final) * (1 + cos(pi p)) / 2)`), where
     `final` is the fraction of `lr` reached at the last step.
     ```mlir
-    %lr = graph.lr_schedule %t {kind = "cosine", lr = 1.0e-3 : f64, warmup = 100 : i64, total = 2000 : i64, final = 0.0 : f64} : tensor<f32>
+    %lr = graph.lr_schedule cosine %t {lr = 1.0e-3 : f64, warmup = 100 : i64, total = 2000 : i64, final = 0.0 : f64} : tensor<f32>
     ```
   }];
-  let arguments = (ins Graph_ScalarFloatTensor:$step, StrAttr:$kind,
+  let arguments = (ins Graph_ScalarFloatTensor:$step, Graph_LrScheduleKind:$kind,
                        F64Attr:$lr, I64Attr:$warmup, I64Attr:$total,
                        F64Attr:$final);
   let results = (outs Graph_ScalarFloatTensor:$result);
-  let assemblyFormat = "$step attr-dict `:` type($result)";
+  let assemblyFormat = "$kind $step attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -27,11 +27,11 @@ static double scheduledRate(graph::LrScheduleOp op, double t) {
   double final = op.getFinal().convertToDouble();
   if (warmup > 0 && t <= warmup)
     return lr * t / warmup;
-  StringRef kind = op.getKind();
-  if (kind == "constant")
+  graph::LrScheduleKind kind = op.getKind();
+  if (kind == graph::LrScheduleKind::Constant)
     return lr;
   double progress = std::clamp((t - warmup) / (total - warmup), 0.0, 1.0);
-  if (kind == "linear")
+  if (kind == graph::LrScheduleKind::Linear)
     return lr * (1.0 - (1.0 - final) * progress);
   return lr * (final + (1.0 - final) * 0.5 * (1.0 + std::cos(M_PI * progress)));
 }

@@ -28,7 +28,7 @@ module attributes {graph.train = {optimizer = {name = "adamw", lr = 1.0e-2 : f64
 // CHECK-SAME: -> (tensor<f32> {graph.loss, graph.output = "loss"}, tensor<f32> {graph.output = "lr"}, tensor<f32> {graph.output = "grad_norm"}, tensor<3x2xf32> {graph.update = "w"}, tensor<2xf32> {graph.update = "b"}, tensor<3x2xf32> {graph.update = "w.adam_m"}, tensor<3x2xf32> {graph.update = "w.adam_v"}, tensor<2xf32> {graph.update = "b.adam_m"}, tensor<2xf32> {graph.update = "b.adam_v"}, tensor<f32> {graph.update = "optimizer.step"})
 // CHECK: %[[LOSS:.*]] = graph.cross_entropy
 // CHECK: %[[T:.*]] = graph.add %[[STEP]], %{{.*}} : tensor<f32>
-// CHECK: %[[LR:.*]] = graph.lr_schedule %[[T]] {final = 0.000000e+00 : f64, kind = "cosine", lr = 1.000000e-02 : f64, total = 100 : i64, warmup = 10 : i64}
+// CHECK: %[[LR:.*]] = graph.lr_schedule cosine %[[T]] {final = 0.000000e+00 : f64, lr = 1.000000e-02 : f64, total = 100 : i64, warmup = 10 : i64}
 // CHECK: %[[NORM:.*]] = graph.global_norm %[[GW:.*]], %[[GB:.*]] : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<f32>
 // CHECK: %[[SCALE:.*]] = graph.clip_scale %[[NORM]] {max_norm = 1.000000e+00 : f64}
 // CHECK: %[[NW:.*]], %[[NWM:.*]], %[[NWV:.*]] = graph.adamw_update %[[W]], %[[GW]], %[[WM]], %[[WV]], %[[LR]], %[[T]], %[[SCALE]] {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64}
@@ -89,5 +89,5 @@ module {
 // An f64 model keeps its scalars in f64.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %{{.*}}: tensor<f64> {graph.init = {kind = "zeros"}, graph.state = "optimizer.step"}
-// CHECK: graph.lr_schedule %{{.*}} {final = 0.000000e+00 : f64, kind = "constant", lr = 1.000000e-03 : f64, total = 1000 : i64, warmup = 0 : i64} : tensor<f64>
+// CHECK: graph.lr_schedule constant %{{.*}} {final = 0.000000e+00 : f64, lr = 1.000000e-03 : f64, total = 1000 : i64, warmup = 0 : i64} : tensor<f64>
 // CHECK: graph.adamw_update {{.*}} {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64} : tensor<2xf64>, tensor<f64>

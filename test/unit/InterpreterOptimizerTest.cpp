@@ -20,8 +20,8 @@ protected:
               double final, double t) {
     std::string source =
         "func.func @forward(%t: tensor<f64>) -> tensor<f64> {\n"
-        "  %lr = graph.lr_schedule %t {kind = \"" + kind +
-        "\", lr = 1.0 : f64, warmup = " + std::to_string(warmup) +
+        "  %lr = graph.lr_schedule " +
+        kind + " %t {lr = 1.0 : f64, warmup = " + std::to_string(warmup) +
         " : i64, total = " + std::to_string(total) +
         " : i64, final = " + std::to_string(final) +
         " : f64} : tensor<f64>\n"

@@ -214,9 +214,9 @@ std::string buildUpdateFunction(DictionaryAttr train,
   }
   // No schedule is a constant rate without warmup.
   body +=
-      "  %lr = graph.lr_schedule %t {kind = \"" +
+      "  %lr = graph.lr_schedule " +
       (schedule ? schedule.getAs<StringAttr>("name").str() : "constant") +
-      "\", lr = " + f64Attr(getNumber(optimizer, "lr")) + ", warmup = " +
+      " %t {lr = " + f64Attr(getNumber(optimizer, "lr")) + ", warmup = " +
       std::to_string(schedule ? schedule.getAs<IntegerAttr>("warmup").getInt()
                               : 0) +
       " : i64, total = " +

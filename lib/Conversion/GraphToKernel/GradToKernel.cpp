@@ -24,10 +24,6 @@
 using namespace mlir;
 using namespace kiln;
 
-/// Status codes (KernelDialect.td).
-static constexpr int64_t kBadEmbeddingId = 1;
-static constexpr int64_t kBadTarget = 2;
-
 static int64_t product(ArrayRef<int64_t> dims) {
   int64_t result = 1;
   for (int64_t dim : dims)
@@ -245,7 +241,8 @@ struct CrossEntropyGradToKernel
               {
                 OpBuilder::InsertionGuard guard(b);
                 b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-                kb::recordStatus(b, loc, args[4], kBadTarget, target);
+                kb::recordStatus(b, loc, args[4], KernelStatus::BadTarget,
+                                 target);
               }
               auto load = [&](OpBuilder &b, Location loc, Value c) -> Value {
                 return memref::LoadOp::create(b, loc, args[1],
@@ -369,7 +366,8 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
                       /*withElseRegion=*/true);
                   OpBuilder::InsertionGuard guard(b);
                   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-                  kb::recordStatus(b, loc, args[3], kBadEmbeddingId, id);
+                  kb::recordStatus(b, loc, args[3],
+                                   KernelStatus::BadEmbeddingId, id);
                   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
                   Value row =
                       arith::IndexCastOp::create(b, loc, b.getIndexType(), id);

@@ -42,9 +42,9 @@ Value kiln::kb::floatConst(OpBuilder &b, Location loc, Type type,
 }
 
 void kiln::kb::recordStatus(OpBuilder &b, Location loc, Value status,
-                            int64_t code, Value value) {
-  Value codeValue =
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(code));
+                            KernelStatus code, Value value) {
+  Value codeValue = arith::ConstantOp::create(
+      b, loc, b.getI64IntegerAttr(static_cast<int64_t>(code)));
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxs, codeValue,
                               status, ValueRange{index(b, loc, 0)});
   memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::assign, value,

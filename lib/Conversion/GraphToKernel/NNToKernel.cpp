@@ -20,10 +20,6 @@
 using namespace mlir;
 using namespace kiln;
 
-/// Status codes (KernelDialect.td).
-static constexpr int64_t kBadEmbeddingId = 1;
-static constexpr int64_t kBadTarget = 2;
-
 using kb::isOutside;
 using kb::stdMax;
 using kb::toI64;
@@ -53,7 +49,8 @@ struct EmbeddingToKernel : OpToKernelPattern<graph::EmbeddingOp> {
             {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-              kb::recordStatus(b, loc, args[3], kBadEmbeddingId, id);
+              kb::recordStatus(b, loc, args[3], KernelStatus::BadEmbeddingId,
+                               id);
               Value zero = kb::floatConst(b, loc, elementType, 0.0);
               kb::forLoop(b, loc, width, {},
                           [&](OpBuilder &b, Location loc, Value d,
@@ -267,7 +264,8 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
             {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-              kb::recordStatus(b, loc, args[3], kBadTarget, target);
+              kb::recordStatus(b, loc, args[3], KernelStatus::BadTarget,
+                               target);
             }
             auto load = [&](OpBuilder &b, Location loc, Value c) -> Value {
               return memref::LoadOp::create(b, loc, args[0], ValueRange{r, c});

@@ -130,7 +130,7 @@ struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
     double warmup = static_cast<double>(op.getWarmup());
     double total = static_cast<double>(op.getTotal());
     double final = op.getFinal().convertToDouble();
-    StringRef kind = op.getKind();
+    graph::LrScheduleKind kind = op.getKind();
     Value result = lowering.allocateResult(op.getResult());
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(),
@@ -141,7 +141,7 @@ struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
           if (!t.getType().isF64())
             t = arith::ExtFOp::create(b, loc, b.getF64Type(), t);
           Value rate = f.c(lr);
-          if (kind != "constant") {
+          if (kind != graph::LrScheduleKind::Constant) {
             // p = clamp((t - W) / (total - W), 0, 1), as std::clamp.
             Value p = f.div(f.sub(t, f.c(warmup)), f.c(total - warmup));
             Value below = arith::CmpFOp::create(
@@ -151,7 +151,7 @@ struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
             p = arith::SelectOp::create(
                 b, loc, below, f.c(0.0),
                 arith::SelectOp::create(b, loc, above, f.c(1.0), p));
-            if (kind == "linear") {
+            if (kind == graph::LrScheduleKind::Linear) {
               rate = f.mul(f.c(lr), f.sub(f.c(1.0), f.mul(f.c(1.0 - final), p)));
             } else {
               Value cosine = math::CosOp::create(b, loc, f.mul(f.c(M_PI), p));

@@ -1,8 +1,8 @@
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics
 
 func.func @unknown_schedule(%t: tensor<f32>) -> tensor<f32> {
-  // expected-error @+1 {{unknown schedule 'step' (expected constant, linear or cosine)}}
-  %lr = graph.lr_schedule %t {kind = "step", lr = 1.0e-3 : f64, warmup = 0 : i64, total = 10 : i64, final = 0.0 : f64} : tensor<f32>
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [constant, linear, cosine]}}
+  %lr = graph.lr_schedule step %t {lr = 1.0e-3 : f64, warmup = 0 : i64, total = 10 : i64, final = 0.0 : f64} : tensor<f32>
   return %lr : tensor<f32>
 }
 
@@ -10,7 +10,7 @@ func.func @unknown_schedule(%t: tensor<f32>) -> tensor<f32> {
 
 func.func @nonpositive_lr(%t: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{lr must be in (0, inf), got 0}}
-  %lr = graph.lr_schedule %t {kind = "constant", lr = 0.0 : f64, warmup = 0 : i64, total = 10 : i64, final = 0.0 : f64} : tensor<f32>
+  %lr = graph.lr_schedule constant %t {lr = 0.0 : f64, warmup = 0 : i64, total = 10 : i64, final = 0.0 : f64} : tensor<f32>
   return %lr : tensor<f32>
 }
 
@@ -18,7 +18,7 @@ func.func @nonpositive_lr(%t: tensor<f32>) -> tensor<f32> {
 
 func.func @final_above_one(%t: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{final must be in [0, 1], got 1.5}}
-  %lr = graph.lr_schedule %t {kind = "cosine", lr = 1.0e-3 : f64, warmup = 0 : i64, total = 10 : i64, final = 1.5 : f64} : tensor<f32>
+  %lr = graph.lr_schedule cosine %t {lr = 1.0e-3 : f64, warmup = 0 : i64, total = 10 : i64, final = 1.5 : f64} : tensor<f32>
   return %lr : tensor<f32>
 }
 
@@ -26,7 +26,7 @@ func.func @final_above_one(%t: tensor<f32>) -> tensor<f32> {
 
 func.func @negative_warmup(%t: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{warmup must not be negative, got -1}}
-  %lr = graph.lr_schedule %t {kind = "constant", lr = 1.0e-3 : f64, warmup = -1 : i64, total = 10 : i64, final = 0.0 : f64} : tensor<f32>
+  %lr = graph.lr_schedule constant %t {lr = 1.0e-3 : f64, warmup = -1 : i64, total = 10 : i64, final = 0.0 : f64} : tensor<f32>
   return %lr : tensor<f32>
 }
 
@@ -34,7 +34,7 @@ func.func @negative_warmup(%t: tensor<f32>) -> tensor<f32> {
 
 func.func @zero_total(%t: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{total must be at least 1, got 0}}
-  %lr = graph.lr_schedule %t {kind = "constant", lr = 1.0e-3 : f64, warmup = 0 : i64, total = 0 : i64, final = 0.0 : f64} : tensor<f32>
+  %lr = graph.lr_schedule constant %t {lr = 1.0e-3 : f64, warmup = 0 : i64, total = 0 : i64, final = 0.0 : f64} : tensor<f32>
   return %lr : tensor<f32>
 }
 
@@ -42,7 +42,7 @@ func.func @zero_total(%t: tensor<f32>) -> tensor<f32> {
 
 func.func @warmup_covers_total(%t: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{the cosine schedule needs total (100) > warmup (100)}}
-  %lr = graph.lr_schedule %t {kind = "cosine", lr = 1.0e-3 : f64, warmup = 100 : i64, total = 100 : i64, final = 0.0 : f64} : tensor<f32>
+  %lr = graph.lr_schedule cosine %t {lr = 1.0e-3 : f64, warmup = 100 : i64, total = 100 : i64, final = 0.0 : f64} : tensor<f32>
   return %lr : tensor<f32>
 }
 

@@ -4,8 +4,8 @@
 func.func @updates(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>,
                    %v: tensor<4x8xf32>, %b: tensor<8xf32>, %gb: tensor<8xf32>,
                    %t: tensor<f32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
-  // CHECK: %[[LR:.*]] = graph.lr_schedule %{{.*}} {final = 1.000000e-01 : f64, kind = "cosine", lr = 1.000000e-03 : f64, total = 2000 : i64, warmup = 100 : i64} : tensor<f32>
-  %lr = graph.lr_schedule %t {kind = "cosine", lr = 1.0e-3 : f64, warmup = 100 : i64, total = 2000 : i64, final = 0.1 : f64} : tensor<f32>
+  // CHECK: %[[LR:.*]] = graph.lr_schedule cosine %{{.*}} {final = 1.000000e-01 : f64, lr = 1.000000e-03 : f64, total = 2000 : i64, warmup = 100 : i64} : tensor<f32>
+  %lr = graph.lr_schedule cosine %t {lr = 1.0e-3 : f64, warmup = 100 : i64, total = 2000 : i64, final = 0.1 : f64} : tensor<f32>
   // CHECK: %[[NORM:.*]] = graph.global_norm %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<f32>
   %n = graph.global_norm %g, %gb : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<f32>
   // CHECK: %[[SCALE:.*]] = graph.clip_scale %[[NORM]] {max_norm = 1.000000e+00 : f64} : tensor<f32>

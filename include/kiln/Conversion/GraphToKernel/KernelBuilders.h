@@ -10,6 +10,8 @@
 #ifndef KILN_CONVERSION_GRAPHTOKERNEL_KERNELBUILDERS_H
 #define KILN_CONVERSION_GRAPHTOKERNEL_KERNELBUILDERS_H
 
+#include "kiln/KernelStatus.h"
+
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/APFloat.h"
@@ -86,7 +88,7 @@ void parallelGeneric(
 /// Records bad input in the runtime's status buffer (memref<2xi64>):
 /// word 0 = max(word 0, code), word 1 = `value` (an i64), both atomic.
 void recordStatus(mlir::OpBuilder &b, mlir::Location loc, mlir::Value status,
-                  int64_t code, mlir::Value value);
+                  KernelStatus code, mlir::Value value);
 
 /// The kernel range of a linalg.generic over `shape`: its first dim, or 1
 /// for a scalar.

@@ -61,10 +61,7 @@ static constexpr double kInf = std::numeric_limits<double>::infinity();
 //===----------------------------------------------------------------------===//
 
 LogicalResult LrScheduleOp::verify() {
-  StringRef kind = getKind();
-  if (kind != "constant" && kind != "linear" && kind != "cosine")
-    return emitOpError() << "unknown schedule '" << kind
-                         << "' (expected constant, linear or cosine)";
+  LrScheduleKind kind = getKind();
   if (failed(checkRange(*this, "lr", getLr().convertToDouble(), 0.0, false,
                         kInf, false)) ||
       failed(checkRange(*this, "final", getFinal().convertToDouble(), 0.0, true,
@@ -75,9 +72,10 @@ LogicalResult LrScheduleOp::verify() {
     return emitOpError() << "warmup must not be negative, got " << warmup;
   if (total < 1)
     return emitOpError() << "total must be at least 1, got " << total;
-  if (kind != "constant" && total <= warmup)
-    return emitOpError() << "the " << kind << " schedule needs total ("
-                         << total << ") > warmup (" << warmup << ")";
+  if (kind != LrScheduleKind::Constant && total <= warmup)
+    return emitOpError() << "the " << stringifyLrScheduleKind(kind)
+                         << " schedule needs total (" << total << ") > warmup ("
+                         << warmup << ")";
   return success();
 }
 

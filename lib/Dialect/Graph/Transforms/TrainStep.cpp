@@ -58,8 +58,13 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
     }
   }
   if (auto schedule = train.getAs<DictionaryAttr>("schedule")) {
-    if (auto name = schedule.getAs<StringAttr>("name"))
-      settings.schedule = name.getValue().str();
+    if (auto name = schedule.getAs<StringAttr>("name")) {
+      std::optional<LrScheduleKind> kind = symbolizeLrScheduleKind(name);
+      if (!kind)
+        return module.emitError("graph.train: unknown schedule '")
+               << name.getValue() << "' (expected constant, linear or cosine)";
+      settings.schedule = *kind;
+    }
     integer(schedule, "warmup", settings.warmup);
     number(schedule, "final", settings.finalFraction);
   }
@@ -73,10 +78,12 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
            << settings.optimizer << "'";
   if (settings.accumulate < 1)
     return module.emitError("graph.train: accumulate must be at least 1");
-  if (settings.schedule != "constant" && settings.steps <= settings.warmup)
+  if (settings.schedule != LrScheduleKind::Constant &&
+      settings.steps <= settings.warmup)
     return module.emitError("graph.train: the ")
-           << settings.schedule << " schedule needs steps (" << settings.steps
-           << ") > warmup (" << settings.warmup << ")";
+           << stringifyLrScheduleKind(settings.schedule)
+           << " schedule needs steps (" << settings.steps << ") > warmup ("
+           << settings.warmup << ")";
   return settings;
 }
 
@@ -221,7 +228,8 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
   // t = step + 1 (1-based for bias correction and warmup); its rate.
   Value t = AddOp::create(builder, loc, step, entry.constant(scalarType, 1.0));
   Value lr = LrScheduleOp::create(
-      builder, loc, scalarType, t, builder.getStringAttr(settings.schedule),
+      builder, loc, scalarType, t,
+      LrScheduleKindAttr::get(builder.getContext(), settings.schedule),
       builder.getF64FloatAttr(settings.lr),
       builder.getI64IntegerAttr(settings.warmup),
       builder.getI64IntegerAttr(settings.steps),

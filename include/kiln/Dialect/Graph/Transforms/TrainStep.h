@@ -10,6 +10,8 @@
 #ifndef KILN_DIALECT_GRAPH_TRANSFORMS_TRAINSTEP_H
 #define KILN_DIALECT_GRAPH_TRANSFORMS_TRAINSTEP_H
 
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -29,8 +31,7 @@ struct TrainSettings {
   bool decayAll = false;
   /// Global-norm clipping threshold; 0 turns clipping off.
   double clip = 0.0;
-  /// constant, linear or cosine.
-  std::string schedule = "constant";
+  LrScheduleKind schedule = LrScheduleKind::Constant;
   int64_t warmup = 0;
   /// The fraction of `lr` the schedule ends at.
   double finalFraction = 0.0;
