@@ -26,6 +26,12 @@ config.substitutions.append(("%kiln_include",
                              os.path.join(config.kiln_src_root, "runtime", "include")))
 if config.kiln_has_ptxas:
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.kiln_ptxas))
+elif os.environ.get("KILN_REQUIRE_PTXAS") == "1":
+    # CI checks every PTX module with ptxas: a missing toolkit fails the run
+    # instead of skipping those tests.
+    lit_config.fatal("KILN_REQUIRE_PTXAS=1 but the CUDA toolkit's ptxas was "
+                     "not found at configure time (/usr/local/cuda/bin)")
 # The cpu GEMM libraries built into the runtime: gemm-onednn, gemm-openblas.
 for library in getattr(config, "kiln_gemm_libraries", []):
     config.available_features.add("gemm-" + library)

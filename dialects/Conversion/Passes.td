@@ -54,4 +54,67 @@ def ConvertKernelToHostLLVM : Pass<"convert-kernel-to-host-llvm", "::mlir::Modul
     "::mlir::vector::VectorDialect"];
 }
 
+def ConvertKernelToGpu : Pass<"convert-kernel-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Maps every kernel.func onto GPU blocks and threads.";
+  let description = [{
+    Each `kernel.func @kN` becomes `gpu.func @kiln_kN` (a kernel) in one
+    `gpu.module @kiln_kernels`, over the same memrefs: thread `i = block_id
+    * block_dim + thread_id` of a one-dimensional grid computes iteration
+    `i` of the kernel's range, exactly the host's chunk `[i, i + 1)`
+    (linalg lowered to parallel loops, the first dim of every top-level
+    loop restricted to it); threads past the range do nothing. A range of
+    R runs on ceil(R / B) blocks of B = `block-size` threads, or one block
+    of R rounded up to a warp when R is smaller (`known_block_size` and
+    `known_grid_size` on the gpu.func). Entries are dropped: they are the
+    plan, not code.
+
+    This is the template of elementwise kernels. Row and column reductions
+    run a row or a column block per thread until their own templates (a
+    warp or a block per row, shuffles) replace it.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of a kernel whose range fills a block">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::func::FuncDialect"];
+}
+
+def ConvertGpuToEmulator : Pass<"convert-gpu-to-emulator", "::mlir::ModuleOp"> {
+  let summary = "Turns the GPU kernels into host kernels that emulate them.";
+  let description = [{
+    Each `gpu.func @kiln_kN` of `gpu.module @kiln_kernels` (the output of
+    `--convert-kernel-to-gpu`: a one-dimensional grid and block from
+    `known_grid_size` and `known_block_size`) becomes `kernel.func @kN`
+    with `range` = its blocks: a parallel loop over the blocks, and in each
+    block a loop over its threads in order running the gpu.func's body, with
+    `gpu.block_id`, `gpu.thread_id`, `gpu.block_dim` and `gpu.grid_dim`
+    replaced by the loops' indices and the launch's sizes. The cpu backend
+    then compiles them into kernels.emu.so, whose `kiln_kN(buffers, begin,
+    end)` runs blocks [begin, end), so that the cpu executor runs a cuda
+    plan. The exact kernels the GPU runs (after mapping, before NVVM) are
+    what is emulated.
+
+    Kernels with barriers, shuffles, subgroup or block reductions, or
+    shared memory are refused: the kernels of this version have none, and
+    running a block's threads one after the other would hide a missing
+    barrier.
+
+    With `checked`, every memref access is checked against its buffer's
+    bounds at run time (MLIR's runtime op verification); a failing check
+    writes "GPU emulator: kernel kiln_kN: ..." with the access and its
+    location (the model line) to standard error and aborts.
+  }];
+  let options = [
+    Option<"checked", "checked", "bool", /*default=*/"false",
+           "Check every access against its buffer's bounds at run time">,
+  ];
+  let dependentDialects = [
+    "::kiln::kernel::KernelDialect", "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_CONVERSION_PASSES_TD

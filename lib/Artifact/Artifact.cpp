@@ -43,8 +43,9 @@ writeFile(ModuleOp module, StringRef path,
 /// Whether `directory` may be replaced by a new artifact: it holds nothing
 /// but the files an artifact is made of.
 static bool holdsOnlyArtifactFiles(const std::string &directory) {
-  static const llvm::StringRef kArtifactFiles[] = {"plan.kpl", "kernels.so",
-                                                   "model.h", "kernels.so.tmp"};
+  static const llvm::StringRef kArtifactFiles[] = {
+      "plan.kpl",    "kernels.so",    "model.h",       "kernels.so.tmp",
+      "kernels.ptx", "kernels.cubin", "kernels.emu.so"};
   std::error_code error;
   for (llvm::sys::fs::directory_iterator it(directory, error), end;
        it != end && !error; it.increment(error))
@@ -52,6 +53,66 @@ static bool holdsOnlyArtifactFiles(const std::string &directory) {
                             llvm::sys::path::filename(it->path())))
       return false;
   return !error;
+}
+
+/// The cuda kernels into `pathOf`'s files: kernels.emu.so (the GPU
+/// emulator's host build of the exact GPU kernels), kernels.ptx, and
+/// kernels.cubin where the toolkit's ptxas is; their hashes and launches
+/// into `planOptions`.
+static LogicalResult
+writeCudaKernels(ModuleOp module,
+                 llvm::function_ref<std::string(StringRef)> pathOf,
+                 const ArtifactOptions &options, TimingScope &timing,
+                 ArtifactOptions &planOptions) {
+  FailureOr<OwningOpRef<ModuleOp>> gpu;
+  {
+    TimingScope mapping = timing.nest("map kernels onto blocks and threads");
+    gpu = buildGpuModule(module, options.cuda);
+  }
+  if (failed(gpu))
+    return failure();
+  planOptions.launches = getGpuLaunches(**gpu);
+  {
+    OwningOpRef<ModuleOp> emulated = (**gpu).clone();
+    if (failed(convertToEmulator(*emulated, options.checkedEmulator)))
+      return failure();
+    TimingScope building = timing.nest("GPU emulator (kernels.emu.so)");
+    std::string bytes;
+    if (failed(buildKernelsSharedObject(*emulated, pathOf("kernels.emu.so"),
+                                        options.host, &building, &bytes)))
+      return failure();
+    planOptions.emulatorHash = hashBytes(bytes.data(), bytes.size());
+  }
+  if (options.onStageDone)
+    options.onStageDone("GPU emulator (kernels.emu.so)");
+
+  FailureOr<std::string> ptx;
+  {
+    TimingScope translating = timing.nest("PTX (NVVM, NVPTX)");
+    if (failed(lowerGpuModuleToNvvm(**gpu)))
+      return failure();
+    ptx = translateToPtx(**gpu, options.cuda);
+  }
+  if (failed(ptx) ||
+      failed(writeFile(module, pathOf("kernels.ptx"),
+                       [&](llvm::raw_ostream &os) { os << *ptx; })))
+    return failure();
+  planOptions.kernelsHash = hashBytes(ptx->data(), ptx->size());
+  if (options.onStageDone)
+    options.onStageDone("code generation (kernels.ptx)");
+
+  // A cubin where the toolkit's ptxas is; PTX that ptxas refuses is an
+  // error, not a file left for the driver to refuse.
+  if (findPtxas().empty())
+    return success();
+  TimingScope assembling = timing.nest("ptxas (kernels.cubin)");
+  std::string error;
+  FailureOr<PtxasResult> cubin = runPtxas(*ptx, options.cuda.arch, error);
+  if (failed(cubin))
+    return mlir::emitError(UnknownLoc::get(module.getContext())) << error;
+  planOptions.cubinHash = hashBytes(cubin->cubin.data(), cubin->cubin.size());
+  return writeFile(module, pathOf("kernels.cubin"),
+                   [&](llvm::raw_ostream &os) { os << cubin->cubin; });
 }
 
 LogicalResult kiln::writeArtifact(ModuleOp module, StringRef directory,
@@ -75,15 +136,20 @@ LogicalResult kiln::writeArtifact(ModuleOp module, StringRef directory,
 
   TimingScope none;
   TimingScope &timing = options.timing ? *options.timing : none;
-  // The kernels first: the plan records their hash.
-  std::string kernels;
-  if (failed(buildKernelsSharedObject(module, pathOf("kernels.so"),
-                                      options.host, &timing, &kernels)))
-    return failure();
-  if (options.onStageDone)
-    options.onStageDone("code generation (kernels.so)");
+  // The kernels first: the plan records their hashes.
   ArtifactOptions planOptions = options;
-  planOptions.kernelsHash = hashBytes(kernels.data(), kernels.size());
+  if (options.target == TargetKind::Cuda) {
+    if (failed(writeCudaKernels(module, pathOf, options, timing, planOptions)))
+      return failure();
+  } else {
+    std::string kernels;
+    if (failed(buildKernelsSharedObject(module, pathOf("kernels.so"),
+                                        options.host, &timing, &kernels)))
+      return failure();
+    if (options.onStageDone)
+      options.onStageDone("code generation (kernels.so)");
+    planOptions.kernelsHash = hashBytes(kernels.data(), kernels.size());
+  }
 
   FailureOr<std::vector<uint8_t>> plan;
   {

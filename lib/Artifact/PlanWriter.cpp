@@ -251,13 +251,7 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
   fb::Offset<void> call;
   if (auto launch = dyn_cast<kernel::LaunchOp>(op)) {
     kernel::FuncOp kernelFunc = launch.getKernelFunc();
-    // The cpu executor cuts the range by the grain; a kernel without one was
-    // scheduled for another target.
-    std::optional<uint64_t> grain = kernelFunc.getGrain();
-    if (!grain)
-      return kernelFunc.emitError()
-             << "has no grain: it was not scheduled for the cpu target "
-                "(convert-graph-to-kernel{target=cpu})";
+    std::string symbol = kernelFunc.getExportedSymbol();
     std::vector<uint32_t> ids;
     for (Value buffer : launch.getBuffers()) {
       FailureOr<uint32_t> bufferId = id(buffer);
@@ -265,23 +259,43 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
         return failure();
       ids.push_back(*bufferId);
     }
-    call = plan::CreateKernelCall(
-               fbb, fbb.CreateString(kernelFunc.getExportedSymbol()),
-               fbb.CreateVector(ids), kernelFunc.getRange(), *grain)
-               .Union();
+    if (options.target == TargetKind::Cuda) {
+      // A GPU launch; its range is the blocks the emulator runs.
+      auto found = options.launches.find(symbol);
+      if (found == options.launches.end())
+        return kernelFunc.emitError() << "has no GPU launch";
+      LaunchShape shape = found->second;
+      call = plan::CreateKernelCall(fbb, fbb.CreateString(symbol),
+                                    fbb.CreateVector(ids), shape.grid,
+                                    getEmulatorGrain(shape.grid, shape.block),
+                                    shape.grid, shape.block, /*shared_bytes=*/0)
+                 .Union();
+    } else {
+      // The cpu executor cuts the range by the grain; a kernel without one
+      // was scheduled for another target.
+      std::optional<uint64_t> grain = kernelFunc.getGrain();
+      if (!grain)
+        return kernelFunc.emitError()
+               << "has no grain: it was not scheduled for the cpu target "
+                  "(convert-graph-to-kernel{target=cpu})";
+      call = plan::CreateKernelCall(fbb, fbb.CreateString(symbol),
+                                    fbb.CreateVector(ids),
+                                    kernelFunc.getRange(), *grain)
+                 .Union();
+    }
     callType = plan::Call::KernelCall;
   } else if (auto gemm = dyn_cast<kernel::GemmOp>(op)) {
     FailureOr<uint32_t> a = id(gemm.getA()), b = id(gemm.getB()),
                         c = id(gemm.getC());
     if (failed(a) || failed(b) || failed(c))
       return failure();
-    // The cpu executor runs plain GEMMs; the cpu target compiles no
-    // epilogue.
+    // The executors run plain GEMMs so far; no target compiles an
+    // epilogue yet.
     if (gemm.getEpilogue() != kernel::GemmEpilogue::None)
       return gemm.emitError()
              << "has the epilogue "
              << kernel::stringifyGemmEpilogue(gemm.getEpilogue())
-             << ", which the cpu executor does not run";
+             << ", which the executors do not run yet";
     call =
         plan::CreateGemmCall(
             fbb, *a, *b, *c, gemm.getM(), gemm.getN(), gemm.getK(),
@@ -391,12 +405,21 @@ FailureOr<std::vector<uint8_t>> PlanBuilder::build() {
     llvm::raw_string_ostream os(trainConfig);
     os << toJson(train);
   }
+  bool cuda = options.target == TargetKind::Cuda;
+  auto optionalString = [&](bool present, StringRef text) {
+    return present ? fbb.CreateString(text.str()) : fb::Offset<fb::String>();
+  };
   auto planOffset = plan::CreatePlan(
       fbb, KILN_PLAN_SCHEMA_VERSION, fbb.CreateString(options.compilerVersion),
-      fbb.CreateString(model ? model.str() : "model"), fbb.CreateString("cpu"),
-      fbb.CreateString("kernels.so"), fbb.CreateVector(buffers),
-      fbb.CreateVector(entries), arenaBytes ? arenaBytes.getInt() : 0,
-      fbb.CreateString(trainConfig), options.kernelsHash);
+      fbb.CreateString(model ? model.str() : "model"),
+      fbb.CreateString(getTargetName(options.target).str()),
+      fbb.CreateString(cuda ? "kernels.ptx" : "kernels.so"),
+      fbb.CreateVector(buffers), fbb.CreateVector(entries),
+      arenaBytes ? arenaBytes.getInt() : 0, fbb.CreateString(trainConfig),
+      options.kernelsHash, optionalString(cuda, options.cuda.arch),
+      optionalString(cuda && options.cubinHash, "kernels.cubin"),
+      options.cubinHash, optionalString(cuda, "kernels.emu.so"),
+      options.emulatorHash);
   plan::FinishPlanBuffer(fbb, planOffset);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());

@@ -11,12 +11,15 @@
 #include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Pipelines/CompilePipeline.h"
+#include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/Host/HostTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -30,7 +33,10 @@ void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::linalg::LinalgDialect, mlir::math::MathDialect,
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
+  // What the cuda backend lowers kernels to.
+  registry.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>();
   kiln::registerHostTranslations(registry);
+  kiln::registerCudaTranslations(registry);
 }
 
 void kiln::registerKilnPasses() {

@@ -149,11 +149,12 @@ std::vector<double> doublesOf(const Tensor &tensor) {
 /// A compiled artifact opened in a runtime session.
 class CompiledSession {
 public:
-  CompiledSession(const std::string &directory, int threads) {
+  CompiledSession(const std::string &directory, int threads,
+                  const char *device = "cpu") {
     EXPECT_EQ(kiln_artifact_open(directory.c_str(), &artifact), KILN_OK)
         << kiln_last_error();
     if (artifact)
-      EXPECT_EQ(kiln_session_create(artifact, "cpu", threads, &session),
+      EXPECT_EQ(kiln_session_create(artifact, device, threads, &session),
                 KILN_OK)
           << kiln_last_error();
     if (session)
@@ -289,17 +290,22 @@ protected:
     return module;
   }
 
-  /// Compiles a copy of `module` into a temporary artifact directory.
-  std::string compile(ModuleOp module) {
+  /// Compiles a copy of `module` into a temporary artifact directory, for
+  /// `target` (cuda: sm_90, with its GPU emulator).
+  std::string compile(ModuleOp module, TargetKind target = TargetKind::Cpu) {
     OwningOpRef<ModuleOp> copy = cast<ModuleOp>(module->clone());
     PassManager pm(&context);
-    buildCompilePipeline(pm, {});
+    CompileOptions options;
+    options.target = target;
+    buildCompilePipeline(pm, options);
     EXPECT_TRUE(succeeded(pm.run(*copy))) << "the kernel pipeline failed";
     llvm::SmallString<128> directory;
     EXPECT_FALSE(
         llvm::sys::fs::createUniqueDirectory("kiln-training-test", directory));
     directories.push_back(std::string(directory));
-    EXPECT_TRUE(succeeded(writeArtifact(*copy, directory, {})));
+    ArtifactOptions artifactOptions;
+    artifactOptions.target = target;
+    EXPECT_TRUE(succeeded(writeArtifact(*copy, directory, artifactOptions)));
     return std::string(directory);
   }
 
@@ -557,6 +563,121 @@ TEST_P(CompiledTrainingTest, AccumulateAndApplyMatchInterpreter) {
               "|d|/|ref| %.3g (%s)\n",
               c.name, worstLoss, worst, worstName.c_str());
 }
+
+/// The persistent buffers (parameters, state) and inputs of `function`,
+/// parameters from `seed`'s initializers through the cpu session, inputs a
+/// fixed pattern (ids below 10, valid for every example's vocabulary and
+/// classes), state zero.
+NamedTensors syntheticValues(func::FuncOp function,
+                             std::set<std::string> &inputs) {
+  NamedTensors values;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto [name, role] = argumentName(function, i);
+    auto type = cast<RankedTensorType>(function.getArgumentTypes()[i]);
+    ElementType element = *interp::getElementType(type.getElementType());
+    std::vector<int64_t> shape(type.getShape());
+    if (role != graph::GraphDialect::kInputAttr) {
+      values[name] = Tensor(element, shape);
+      continue;
+    }
+    inputs.insert(name);
+    int64_t count = type.getNumElements();
+    if (interp::isFloat(element)) {
+      std::vector<double> numbers(count);
+      for (int64_t e = 0; e < count; ++e)
+        numbers[e] = std::sin(0.37 * double(e));
+      values[name] = Tensor::fromDoubles(element, shape, numbers);
+    } else {
+      std::vector<int64_t> ints(count);
+      for (int64_t e = 0; e < count; ++e)
+        ints[e] = (e * 7 + e / 13) % 10;
+      values[name] = Tensor::fromInts(element, shape, ints);
+    }
+  }
+  return values;
+}
+
+/// The examples' kernels for cuda, run by the GPU emulator (kernels.emu.so,
+/// the reference GEMM), against the cpu target from the same parameters
+/// and batch: the gradients of one step (accumulate_step's accumulators)
+/// per tensor within 1e-5, every parameter and state after ten AdamW steps
+/// within 1e-4, and each step's loss within 1e-5 (relative).
+class CudaEmulatorTest : public CompiledTrainingTest {};
+
+TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
+  const TrainingCase &c = GetParam();
+  for (int64_t accumulate : {int64_t(2), int64_t(0)}) {
+    SCOPED_TRACE(accumulate ? "accumulate_step" : "train_step");
+    OwningOpRef<ModuleOp> module = loadTraining(c.model, accumulate);
+    ASSERT_TRUE(module);
+    auto step = module->lookupSymbol<func::FuncOp>(
+        accumulate ? "accumulate_step" : "train_step");
+    ASSERT_TRUE(step);
+    std::set<std::string> inputs;
+    NamedTensors values = syntheticValues(step, inputs);
+    std::string cpuDirectory = compile(*module);
+    std::string cudaDirectory = compile(*module, TargetKind::Cuda);
+    ASSERT_FALSE(HasFailure());
+    CompiledSession cpu(cpuDirectory, 2);
+    CompiledSession emulated(cudaDirectory, 2, "cuda-emulator");
+    ASSERT_TRUE(cpu.ok() && emulated.ok());
+    // The same inputs; the parameters are both sessions' seed-0 values.
+    NamedTensors batch;
+    for (const std::string &input : inputs)
+      batch[input] = values.at(input);
+    cpu.load(batch, inputs);
+    emulated.load(batch, inputs);
+
+    const char *entry = accumulate ? "accumulate_step" : "train_step";
+    int steps = accumulate ? 1 : kNumSteps;
+    Tensor lossLike(ElementType::F32, {});
+    double worstLoss = 0;
+    for (int s = 0; s < steps; ++s) {
+      ASSERT_TRUE(cpu.run(entry));
+      ASSERT_TRUE(emulated.run(entry));
+      double reference =
+          floatsOf(cpu.output("loss", lossLike), ElementType::F32)[0];
+      double loss =
+          floatsOf(emulated.output("loss", lossLike), ElementType::F32)[0];
+      worstLoss = std::max(worstLoss,
+                           std::fabs(loss - reference) / std::fabs(reference));
+    }
+    EXPECT_LE(worstLoss, kF32StepOneTolerance);
+    // After one accumulate_step the accumulators hold the gradients.
+    double tolerance = accumulate ? kF32StepOneTolerance : kF32TrainedTolerance;
+    double worst = 0;
+    std::string worstName;
+    size_t compared = 0;
+    for (const auto &[name, like] : values) {
+      if (inputs.count(name))
+        continue;
+      if (accumulate && !llvm::StringRef(name).ends_with(".grad_acc"))
+        continue;
+      double error =
+          relativeError(floatsOf(emulated.get(name, like), ElementType::F32),
+                        floatsOf(cpu.get(name, like), ElementType::F32));
+      EXPECT_LE(error, tolerance) << name;
+      if (error > worst) {
+        worst = error;
+        worstName = name;
+      }
+      ++compared;
+    }
+    EXPECT_GT(compared, 0u);
+    std::printf("[ emulator ] %-8s %-15s %d step(s): loss %.3g, worst "
+                "|d|/|ref| %.3g (%s) over %zu tensors\n",
+                c.name, entry, steps, worstLoss, worst, worstName.c_str(),
+                compared);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, CudaEmulatorTest,
+    ::testing::Values(TrainingCase{"mlp", "examples/mlp.kiln", false},
+                      TrainingCase{"gpt", "examples/gpt.kiln", false}),
+    [](const ::testing::TestParamInfo<TrainingCase> &info) {
+      return std::string(info.param.name);
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     Models, CompiledTrainingTest,

@@ -25,6 +25,7 @@
 #include "kiln/Pipelines/CompileStats.h"
 #include "kiln/Pipelines/MemoryTimelineData.h"
 #include "kiln/Plot/MemoryTimeline.h"
+#include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/Host/HostTarget.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -45,7 +46,7 @@ cl::SubCommand kiln::cli::compileCommand(
     "compile", "Compile a model, stopping at a stage with --emit");
 
 namespace {
-enum class EmitStage { Graph, Kernel, LLVM };
+enum class EmitStage { Graph, Kernel, LLVM, Gpu, Nvvm, Ptx };
 } // namespace
 
 static cl::opt<std::string> compileModel(cl::Positional, cl::Required,
@@ -59,7 +60,14 @@ static cl::opt<EmitStage> emitStage(
                clEnumValN(EmitStage::Kernel, "kernel",
                           "kernels, GEMMs and buffers (kernel dialect)"),
                clEnumValN(EmitStage::LLVM, "llvm",
-                          "the cpu kernels as optimized LLVM IR")),
+                          "the cpu kernels as optimized LLVM IR"),
+               clEnumValN(EmitStage::Gpu, "gpu",
+                          "the cuda kernels on blocks and threads (gpu "
+                          "dialect)"),
+               clEnumValN(EmitStage::Nvvm, "nvvm",
+                          "the cuda kernels in the NVVM and LLVM dialects"),
+               clEnumValN(EmitStage::Ptx, "ptx",
+                          "the cuda kernels as PTX for --arch")),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<kiln::TargetKind> compileTarget(
     "target",
@@ -69,7 +77,13 @@ static cl::opt<kiln::TargetKind> compileTarget(
     cl::values(clEnumValN(kiln::TargetKind::Cpu, "cpu",
                           "host code: plan.kpl, kernels.so, model.h"),
                clEnumValN(kiln::TargetKind::Cuda, "cuda",
-                          "NVIDIA GPUs (--arch); --emit=kernel only so far")),
+                          "NVIDIA GPUs (--arch): plan.kpl, kernels.ptx, "
+                          "kernels.cubin, kernels.emu.so, model.h")),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> checkedEmulator(
+    "checked-emulator",
+    cl::desc("--target=cuda: build the GPU emulator's kernels "
+             "(kernels.emu.so) with a bounds check on every access"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string>
     gpuArch("arch",
@@ -254,18 +268,30 @@ static bool checkTargetFlags() {
         << "--cpu is the CPU of --target=cpu; --target=cuda takes --arch\n";
     return false;
   }
-  if (!cuda)
+  bool gpuStage = emitStage == EmitStage::Gpu || emitStage == EmitStage::Nvvm ||
+                  emitStage == EmitStage::Ptx;
+  if (!cuda) {
+    if (checkedEmulator) {
+      WithColor::error(errs(), "kiln")
+          << "--checked-emulator builds the GPU emulator of --target=cuda\n";
+      return false;
+    }
+    if (gpuStage) {
+      WithColor::error(errs(), "kiln")
+          << "--emit=gpu, nvvm and ptx are stages of --target=cuda\n";
+      return false;
+    }
     return true;
+  }
   std::string error;
   if (!kiln::TargetInfo::create(kiln::TargetKind::Cuda, gpuArch, error)) {
     WithColor::error(errs(), "kiln") << "--arch: " << error << "\n";
     return false;
   }
-  if (!emitStage.getNumOccurrences() || emitStage == EmitStage::LLVM) {
+  if (emitStage.getNumOccurrences() && emitStage == EmitStage::LLVM) {
     WithColor::error(errs(), "kiln")
-        << "--target=cuda compiles up to the scheduled kernels so far: use "
-           "--emit=kernel (GPU code generation and the cuda artifact are "
-           "not built yet)\n";
+        << "--emit=llvm is the cpu kernels' LLVM IR; --target=cuda prints "
+           "--emit=gpu, nvvm or ptx\n";
     return false;
   }
   return true;
@@ -391,7 +417,14 @@ int kiln::cli::runCompile() {
   if (writesArtifact) {
     mlir::TimingScope writing = timing.nest("write the artifact");
     kiln::ArtifactOptions options;
+    options.target = compile.target;
     options.host = host;
+    options.checkedEmulator = checkedEmulator;
+    if (compile.target == kiln::TargetKind::Cuda) {
+      std::string error;
+      options.cuda = kiln::getCudaTargetOptions(
+          *kiln::TargetInfo::create(compile.target, compile.arch, error));
+    }
     options.timing = &writing;
     options.onStageDone = [&](StringRef stage) { progress.finished(stage); };
     return mlir::failed(
@@ -405,6 +438,31 @@ int kiln::cli::runCompile() {
     WithColor::error(errs(), "kiln") << "cannot write '" << compileOutput
                                      << "': " << error.message() << "\n";
     return 1;
+  }
+  if (emitStage == EmitStage::Gpu || emitStage == EmitStage::Nvvm ||
+      emitStage == EmitStage::Ptx) {
+    std::string error;
+    std::unique_ptr<kiln::TargetInfo> target =
+        kiln::TargetInfo::create(compile.target, compile.arch, error);
+    kiln::CudaTargetOptions cuda = kiln::getCudaTargetOptions(*target);
+    mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> gpuModule =
+        kiln::buildGpuModule(*model->module, cuda);
+    if (mlir::failed(gpuModule))
+      return 1;
+    if (emitStage != EmitStage::Gpu &&
+        mlir::failed(kiln::lowerGpuModuleToNvvm(**gpuModule)))
+      return 1;
+    if (emitStage == EmitStage::Ptx) {
+      mlir::FailureOr<std::string> ptx =
+          kiln::translateToPtx(**gpuModule, cuda);
+      if (mlir::failed(ptx))
+        return 1;
+      output->os() << *ptx;
+    } else {
+      (*gpuModule)->print(output->os());
+      output->os() << "\n";
+    }
+    return keepOutput(*output, compileOutput);
   }
   if (emitStage == EmitStage::LLVM) {
     llvm::LLVMContext llvmContext;

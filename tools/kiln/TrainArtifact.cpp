@@ -189,9 +189,11 @@ kiln::cli::compileForTraining(StringRef modelPath,
   // Compile (the driver: training entries, kernels), then the artifact,
   // which writeArtifact puts in place whole (over an invalid entry, too).
   mlir::PassManager pm(model->context.get());
+  // The GPU emulator runs the cuda target's kernels (sm_90's schedule).
+  bool cuda = options.device == "cuda-emulator";
   CompileOptions pipeline;
-  pipeline.target = TargetKind::Cpu;
-  pipeline.arch = options.cpu;
+  pipeline.target = cuda ? TargetKind::Cuda : TargetKind::Cpu;
+  pipeline.arch = cuda ? "sm_90" : options.cpu;
   pipeline.train = !options.inferenceOnly;
   pipeline.memoryBudget = budget;
   pipeline.fuse = options.fuse;
@@ -210,7 +212,13 @@ kiln::cli::compileForTraining(StringRef modelPath,
                              cacheDirectory + "': " + error.message());
   ArtifactOptions artifactOptions;
   artifactOptions.compilerVersion = getCompilerIdentity();
+  artifactOptions.target = pipeline.target;
   artifactOptions.host.cpu = options.cpu;
+  if (cuda) {
+    std::string error;
+    artifactOptions.cuda = getCudaTargetOptions(
+        *TargetInfo::create(pipeline.target, pipeline.arch, error));
+  }
   artifactOptions.onStageDone = [&](StringRef stage) {
     progress.finished(stage);
   };

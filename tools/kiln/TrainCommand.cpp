@@ -111,8 +111,12 @@ static cl::opt<std::string>
                cl::desc("Continue bit-exactly from a checkpoint: parameters, "
                         "optimizer state, step and data position"),
                cl::value_desc("CKPT.safetensors"), TRAIN_OPTION);
-static cl::opt<std::string> device("device", cl::desc("cpu"), cl::init("cpu"),
-                                   TRAIN_OPTION);
+static cl::opt<std::string>
+    device("device",
+           cl::desc("cpu, or cuda-emulator: the cuda target's kernels run "
+                    "by the GPU emulator on this machine (GEMMs through the "
+                    "reference GEMM)"),
+           cl::init("cpu"), TRAIN_OPTION);
 static cl::opt<int32_t> threads("threads",
                                 cl::desc("Worker threads (0: all cores)"),
                                 cl::init(0), TRAIN_OPTION);

@@ -14,7 +14,9 @@
 #ifndef KILN_ARTIFACT_ARTIFACT_H
 #define KILN_ARTIFACT_ARTIFACT_H
 
+#include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/Host/HostTarget.h"
+#include "kiln/Target/TargetInfo.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -30,10 +32,24 @@ namespace kiln {
 struct ArtifactOptions {
   /// The compiler that writes it, recorded in the plan.
   std::string compilerVersion = "kiln 0.1.0";
+  /// The target the kernels are compiled for (the plan's `target`).
+  TargetKind target = TargetKind::Cpu;
+  /// The host code: kernels.so (cpu), kernels.emu.so (cuda's emulator).
   HostTargetOptions host;
-  /// kiln::hashBytes of the kernels.so the plan goes with (writeArtifact
-  /// sets it once the kernels are built).
+  /// cuda: the GPU code (architecture, block size).
+  CudaTargetOptions cuda;
+  /// cuda: compile the emulator's kernels with bounds checks.
+  bool checkedEmulator = false;
+  /// kiln::hashBytes of the kernels file the plan goes with (kernels.so,
+  /// or kernels.ptx for cuda; writeArtifact sets it once the kernels are
+  /// built).
   uint64_t kernelsHash = 0;
+  /// cuda: each kernel's launch by exported name, and the hashes of
+  /// kernels.cubin (0: none, without ptxas) and kernels.emu.so (set by
+  /// writeArtifact).
+  std::map<std::string, LaunchShape> launches;
+  uint64_t cubinHash = 0;
+  uint64_t emulatorHash = 0;
   /// Where writing it reports its phases (--timing); null: not timed.
   mlir::TimingScope *timing = nullptr;
   /// Called as each part is done ("kernels.so", "plan.kpl"), for progress

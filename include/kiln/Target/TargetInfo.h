@@ -83,6 +83,9 @@ public:
   virtual int64_t getDefaultSharedBytes() const = 0;
   /// The widest vector load or store the code generator emits, in bytes.
   virtual int64_t getMaxVectorBytes() const = 0;
+  /// Threads per block of an elementwise kernel whose range fills one (0:
+  /// no blocks).
+  virtual int64_t getElementwiseBlockSize() const = 0;
 
   /// The target of `kind` for `arch` (empty: the target's default), or
   /// null with `error` set when `arch` is not one it supports.

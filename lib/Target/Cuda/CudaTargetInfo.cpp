@@ -35,6 +35,9 @@ public:
   int64_t getDefaultSharedBytes() const override { return 48 * 1024; }
   // ld.global.v4.f32: 128-bit accesses.
   int64_t getMaxVectorBytes() const override { return 16; }
+  // Eight warps: enough to hide memory latency, small enough to fill
+  // every SM with several blocks.
+  int64_t getElementwiseBlockSize() const override { return 256; }
 };
 } // namespace
 

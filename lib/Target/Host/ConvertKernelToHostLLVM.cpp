@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RestrictToChunk.h"
 #include "VectorizeElementwiseLoops.h"
 #include "kiln/Conversion/Passes.h"
 #include "kiln/KernelSignatures.h"
+#include "kiln/Target/RestrictToChunk.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -44,28 +44,6 @@ using namespace kiln;
 /// The name of the private function holding kernel `symbol`'s body.
 static std::string getBodyName(StringRef exported) {
   return (exported + "_body").str();
-}
-
-/// Replaces `kernel` by a private func.func taking its memrefs then `begin`
-/// and `end` (index), with the same body.
-static func::FuncOp outlineKernelBody(kernel::FuncOp kernel) {
-  OpBuilder builder(kernel);
-  MLIRContext *context = kernel.getContext();
-  SmallVector<Type> types(kernel.getArgumentTypes());
-  types.append(2, IndexType::get(context));
-  auto body = func::FuncOp::create(builder, kernel.getLoc(),
-                                   getBodyName(kernel.getExportedSymbol()),
-                                   builder.getFunctionType(types, {}));
-  body.setPrivate();
-  body.getBody().takeBody(kernel.getBody());
-  Block &block = body.getBody().front();
-  block.addArgument(IndexType::get(context), kernel.getLoc());
-  block.addArgument(IndexType::get(context), kernel.getLoc());
-  Operation *terminator = block.getTerminator();
-  builder.setInsertionPoint(terminator);
-  func::ReturnOp::create(builder, terminator->getLoc());
-  terminator->erase();
-  return body;
 }
 
 /// Adds `void kiln_kN(void **buffers, i64 begin, i64 end)` calling the
@@ -139,7 +117,8 @@ struct ConvertKernelToHostLLVMPass
       for (Type type : kernel.getArgumentTypes())
         info.bufferBytes.push_back(
             kernel::getBufferSizeInBytes(cast<MemRefType>(type)));
-      info.body = outlineKernelBody(kernel);
+      info.body =
+          outlineKernelBody(kernel, getBodyName(kernel.getExportedSymbol()));
       kernel.erase();
       kernels.push_back(info);
     }

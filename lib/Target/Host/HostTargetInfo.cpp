@@ -43,6 +43,7 @@ public:
   int64_t getDefaultSharedBytes() const override { return 0; }
   // AVX-512's zmm registers: LLVM's vectorizers choose the width.
   int64_t getMaxVectorBytes() const override { return 64; }
+  int64_t getElementwiseBlockSize() const override { return 0; }
 };
 } // namespace
 

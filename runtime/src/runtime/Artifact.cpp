@@ -186,10 +186,50 @@ Result Artifact::loadPlan() {
   return Result::ok();
 }
 
-Result Artifact::loadKernels() {
-  // Only a cpu plan has host kernels; a cuda plan can still be inspected.
-  if (std::string(getTarget()) != "cpu")
+Result Artifact::checkFileHash(const std::string &file, uint64_t expected,
+                               const char *what) const {
+  if (file.find('/') != std::string::npos)
+    return invalidFormat(directory_ + "/plan.kpl: " + what + " '" + file +
+                         "' must name a file inside the artifact directory");
+  if (expected == 0)
     return Result::ok();
+  std::string path = directory_ + "/" + file;
+  std::string bytes;
+  Status read = readWholeFile(path, bytes);
+  if (!read.isOk())
+    return Result::error(KILN_ERROR_KERNELS, "cannot load the kernels of '" +
+                                                 directory_ +
+                                                 "': " + read.message());
+  if (hashBytes(bytes.data(), bytes.size()) != expected)
+    return Result::error(
+        KILN_ERROR_KERNELS,
+        path + " is not the " + what +
+            " plan.kpl was compiled with (its hash differs): the artifact is "
+            "damaged or mixed from two compilations; compile it again");
+  return Result::ok();
+}
+
+Result Artifact::loadKernels() {
+  std::string target = getTarget();
+  if (target == "cuda") {
+    // The GPU code is checked here and loaded by a cuda device; the GPU
+    // emulator's host build of it is loaded like a cpu plan's kernels.
+    if (plan_->kernels_file())
+      KILN_RETURN_IF_ERROR(checkFileHash(
+          plan_->kernels_file()->str(), plan_->kernels_hash(), "kernels file"));
+    if (plan_->cubin_file())
+      KILN_RETURN_IF_ERROR(checkFileHash(plan_->cubin_file()->str(),
+                                         plan_->cubin_hash(), "cubin"));
+    if (!plan_->emulator_file())
+      return Result::ok();
+    return loadHostKernels(plan_->emulator_file()->str(),
+                           plan_->emulator_hash());
+  }
+  std::string file = plan_->kernels_file() ? plan_->kernels_file()->str() : "";
+  return loadHostKernels(file, plan_->kernels_hash());
+}
+
+Result Artifact::loadHostKernels(std::string file, uint64_t hash) {
   std::vector<std::string> symbols;
   if (plan_->entries())
     for (const plan::Entry *entry : *plan_->entries())
@@ -197,32 +237,13 @@ Result Artifact::loadKernels() {
         for (const plan::Op *op : *entry->ops())
           if (const plan::KernelCall *call = op->call_as_KernelCall())
             symbols.push_back(call->symbol()->str());
-  std::string file = plan_->kernels_file() ? plan_->kernels_file()->str() : "";
   if (symbols.empty() && file.empty())
     return Result::ok();
   if (file.empty())
     file = "kernels.so";
-  if (file.find('/') != std::string::npos)
-    return invalidFormat(directory_ + "/plan.kpl: kernels_file '" + file +
-                         "' must name a file inside the artifact directory");
-
-  std::string path = directory_ + "/" + file;
   // A plan written by the compiler names the exact kernels.so it goes with.
-  if (plan_->kernels_hash() != 0) {
-    std::string bytes;
-    Status read = readWholeFile(path, bytes);
-    if (!read.isOk())
-      return Result::error(KILN_ERROR_KERNELS, "cannot load the kernels of '" +
-                                                   directory_ +
-                                                   "': " + read.message());
-    uint64_t hash = hashBytes(bytes.data(), bytes.size());
-    if (hash != plan_->kernels_hash())
-      return Result::error(
-          KILN_ERROR_KERNELS,
-          path + " is not the kernels file plan.kpl was compiled with (its "
-                 "hash differs): the artifact is damaged or mixed from two "
-                 "compilations; compile it again");
-  }
+  KILN_RETURN_IF_ERROR(checkFileHash(file, hash, "kernels file"));
+  std::string path = directory_ + "/" + file;
   library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library_) {
     const char *reason = ::dlerror();
@@ -251,7 +272,8 @@ Result Artifact::loadKernels() {
                              (missingCount > 8 ? ", ..." : "") +
                              " (plan.kpl and " + file +
                              " come from different compilations?)");
-  if (plan_->kernels_hash() != 0)
+  hostKernelsLoaded_ = true;
+  if (hash != 0)
     KILN_RETURN_IF_ERROR(checkKernelSignatures(path));
   return Result::ok();
 }

@@ -78,11 +78,21 @@ public:
   /// The model name and target, for the C API (never null).
   const char *getModelName() const;
   const char *getTarget() const;
+  /// Whether the kernels the plan calls run on the host: a cpu plan's, or
+  /// a cuda plan's GPU emulator build (kernels.emu.so).
+  bool hasHostKernels() const { return hostKernelsLoaded_; }
 
 private:
   Artifact() = default;
   Result loadPlan();
   Result loadKernels();
+  /// dlopens `file` (hash-checked when `hash` is not 0) and resolves every
+  /// kernel the plan calls.
+  Result loadHostKernels(std::string file, uint64_t hash);
+  /// Checks that `file` (inside the artifact) hashes to `expected` (0: not
+  /// checked); `what` names it in errors.
+  Result checkFileHash(const std::string &file, uint64_t expected,
+                       const char *what) const;
   /// Compares the kernels' own signature table (kiln/KernelSignatures.h)
   /// with every kernel call of the plan.
   Result checkKernelSignatures(const std::string &path) const;
@@ -94,6 +104,7 @@ private:
   std::unordered_map<std::string, int64_t> bufferByName_;
   std::unordered_map<std::string, KernelFunction> kernels_;
   void *library_ = nullptr;
+  bool hostKernelsLoaded_ = false;
 };
 
 /// Checks the plan's consistency beyond what the FlatBuffers verifier

@@ -231,8 +231,10 @@ void Session::describeGemms() {
         libraries.end())
       libraries.push_back(library);
   }
-  for (const cpu::GemmLibrary *library : libraries)
-    append(gemmInfo_.warning, library->fallbackWarning());
+  // The emulator's reference GEMM is its choice, not a fallback.
+  if (!emulator_)
+    for (const cpu::GemmLibrary *library : libraries)
+      append(gemmInfo_.warning, library->fallbackWarning());
 }
 
 void Session::runGemm(const PreparedOp &op) {

@@ -65,16 +65,27 @@ public:
     if (plan.compiler_version() && plan.compiler_version()->size())
       out_ += ", written by " + plan.compiler_version()->str();
     out_ += ")\n";
-    if (plan.kernels_file() && plan.kernels_file()->size()) {
-      out_ += "kernels: " + plan.kernels_file()->str();
-      if (plan.kernels_hash()) {
+    // Each file the plan is bound to, with the hash the artifact's open
+    // checked.
+    auto printFile = [&](const char *role, const flatbuffers::String *file,
+                         uint64_t hashValue, const std::string &suffix) {
+      if (!file || file->size() == 0)
+        return;
+      out_ += std::string(role) + ": " + file->str() + suffix;
+      if (hashValue) {
         char hash[24];
         std::snprintf(hash, sizeof(hash), "%016llx",
-                      static_cast<unsigned long long>(plan.kernels_hash()));
+                      static_cast<unsigned long long>(hashValue));
         out_ += std::string(" (hash ") + hash + ", checked)";
       }
       out_ += "\n";
-    }
+    };
+    std::string arch = plan.arch() && plan.arch()->size()
+                           ? " for " + plan.arch()->str()
+                           : std::string();
+    printFile("kernels", plan.kernels_file(), plan.kernels_hash(), arch);
+    printFile("cubin", plan.cubin_file(), plan.cubin_hash(), arch);
+    printFile("GPU emulator", plan.emulator_file(), plan.emulator_hash(), "");
     out_ += "arena: " + std::to_string(plan.arena_bytes()) + " bytes\n";
     printBuffers();
     if (plan.entries())
@@ -125,8 +136,15 @@ private:
     switch (op.call_type()) {
     case plan::Call::KernelCall: {
       const plan::KernelCall &call = *op.call_as_KernelCall();
-      return "kernel " + call.symbol()->str() + "(" + refList(call.buffers()) +
-             ") range " + std::to_string(call.range()) + " grain " +
+      std::string text = "kernel " + call.symbol()->str() + "(" +
+                         refList(call.buffers()) + ")";
+      if (call.block_x() > 0)
+        return text + " grid " + std::to_string(call.grid_x()) + " block " +
+               std::to_string(call.block_x()) +
+               (call.shared_bytes()
+                    ? " shared " + std::to_string(call.shared_bytes())
+                    : "");
+      return text + " range " + std::to_string(call.range()) + " grain " +
              std::to_string(call.grain());
     }
     case plan::Call::GemmCall: {

@@ -35,7 +35,7 @@ public:
     return Result::ok();
   }
 
-  Result checkKernel(const plan::KernelCall &call) const {
+  Result checkKernel(const plan::KernelCall &call, bool cuda) const {
     if (!call.symbol() || call.symbol()->size() == 0)
       return invalidFormat(where_ + ": kernel call without a symbol");
     if (call.buffers())
@@ -44,6 +44,18 @@ public:
     if (call.range() < 0 || call.grain() < 0)
       return invalidFormat(where_ + ": kernel '" + call.symbol()->str() +
                            "' has a negative range or grain");
+    // A GPU launch: the range is its blocks; CUDA's limits on a block.
+    if (cuda && (call.grid_x() != call.range() || call.block_x() < 1 ||
+                 call.block_x() > 1024 || call.shared_bytes() < 0 ||
+                 call.shared_bytes() > 48 * 1024))
+      return invalidFormat(
+          where_ + ": kernel '" + call.symbol()->str() + "' launches " +
+          std::to_string(call.grid_x()) + " blocks of " +
+          std::to_string(call.block_x()) + " threads with " +
+          std::to_string(call.shared_bytes()) +
+          " bytes of shared memory over a range of " +
+          std::to_string(call.range()) +
+          " (a block has 1 to 1024 threads and at most 48 KiB)");
     return Result::ok();
   }
 
@@ -234,7 +246,8 @@ Result kiln::runtime::validatePlan(const plan::Plan &plan,
                              std::to_string(index) + " has no call");
       switch (op->call_type()) {
       case plan::Call::KernelCall:
-        KILN_RETURN_IF_ERROR(check.checkKernel(*op->call_as_KernelCall()));
+        KILN_RETURN_IF_ERROR(
+            check.checkKernel(*op->call_as_KernelCall(), target == "cuda"));
         break;
       case plan::Call::GemmCall:
         KILN_RETURN_IF_ERROR(check.checkGemm(*op->call_as_GemmCall()));

@@ -39,15 +39,24 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   if (device == "cuda")
     return Result::error(KILN_ERROR_UNSUPPORTED,
                          "device 'cuda': this libkiln_runtime was not built "
-                         "with CUDA support (available: \"cpu\")");
-  if (device != "cpu")
+                         "with CUDA support (available: \"cpu\", "
+                         "\"cuda-emulator\")");
+  // The GPU emulator runs a cuda plan on the host: its kernels from
+  // kernels.emu.so, its GEMMs through the reference GEMM.
+  bool emulator = device == "cuda-emulator";
+  if (device != "cpu" && !emulator)
     return invalidArgument("unknown device '" + device +
-                           "' (expected \"cpu\" or \"cuda\")");
+                           "' (expected \"cpu\", \"cuda\" or "
+                           "\"cuda-emulator\")");
   std::string target = artifact->getTarget();
-  if (target != device)
+  std::string wanted = emulator ? "cuda" : device;
+  if (target != wanted)
     return invalidArgument("the artifact '" + artifact->getDirectory() +
                            "' was compiled for target '" + target +
                            "', not for device '" + device + "'");
+  if (emulator && !artifact->hasHostKernels())
+    return invalidArgument("the artifact '" + artifact->getDirectory() +
+                           "' has no GPU emulator kernels (kernels.emu.so)");
   if (numThreads < 0 || numThreads > kMaxThreads)
     return invalidArgument("thread count " + std::to_string(numThreads) +
                            " is outside [0, " + std::to_string(kMaxThreads) +
@@ -61,8 +70,9 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   }
   std::unique_ptr<Session> created(new Session());
   created->artifact_ = std::move(artifact);
+  created->emulator_ = emulator;
   std::string gemmError;
-  created->gemm_ = cpu::getGemmLibrary("", gemmError);
+  created->gemm_ = cpu::getGemmLibrary(emulator ? "reference" : "", gemmError);
   if (!created->gemm_)
     return invalidArgument(gemmError);
   KILN_RETURN_IF_ERROR(created->allocate());

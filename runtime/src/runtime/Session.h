@@ -174,6 +174,9 @@ private:
   uint64_t seed_ = 0;
   bool checkNumerics_ = false;
   bool profiling_ = false;
+  /// A cuda plan run by the GPU emulator: its GEMMs go through the
+  /// reference GEMM on purpose, not for want of a library.
+  bool emulator_ = false;
 };
 
 } // namespace runtime

@@ -1,4 +1,5 @@
-//===- RestrictToChunk.cpp - A kernel body over [begin, end) ---------------===//
+//===- RestrictToChunk.cpp - A kernel body over [begin, end)
+//---------------===//
 //
 // Part of Kiln. The step that turns "the whole range" into "the slice the
 // runtime asks for": only the first dim of a top-level loop changes, so every
@@ -6,14 +7,35 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RestrictToChunk.h"
+#include "kiln/Target/RestrictToChunk.h"
 
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
+
+/// Replaces `kernel` by a private func.func taking its memrefs then `begin`
+/// and `end` (index), with the same body.
+func::FuncOp kiln::outlineKernelBody(kernel::FuncOp kernel, StringRef name) {
+  OpBuilder builder(kernel);
+  MLIRContext *context = kernel.getContext();
+  SmallVector<Type> types(kernel.getArgumentTypes());
+  types.append(2, IndexType::get(context));
+  auto body = func::FuncOp::create(builder, kernel.getLoc(), name,
+                                   builder.getFunctionType(types, {}));
+  body.setPrivate();
+  body.getBody().takeBody(kernel.getBody());
+  Block &block = body.getBody().front();
+  block.addArgument(IndexType::get(context), kernel.getLoc());
+  block.addArgument(IndexType::get(context), kernel.getLoc());
+  Operation *terminator = block.getTerminator();
+  builder.setInsertionPoint(terminator);
+  func::ReturnOp::create(builder, terminator->getLoc());
+  terminator->erase();
+  return body;
+}
 
 /// Whether `value` is the index constant `expected`.
 static bool isConstant(Value value, int64_t expected) {
@@ -29,8 +51,7 @@ static LogicalResult restrictSegment(scf::ParallelOp loop, int64_t offset,
                                      int64_t range, Value begin, Value end) {
   std::optional<int64_t> size = getConstantIntValue(loop.getUpperBound()[0]);
   if (!isConstant(loop.getLowerBound()[0], 0) || !size ||
-      !isConstant(loop.getStep()[0], 1) || offset < 0 ||
-      offset + *size > range)
+      !isConstant(loop.getStep()[0], 1) || offset < 0 || offset + *size > range)
     return loop.emitError() << "a segment loop must run over [0, size) in "
                                "steps of 1 within the kernel's range "
                             << range;
@@ -92,8 +113,8 @@ LogicalResult kiln::restrictToChunk(func::FuncOp body, int64_t range) {
       unsigned dims = parallel.getNumLoops();
       if (auto offset = parallel->getAttrOfType<IntegerAttr>(
               kiln::kernel::KernelDialect::kSegmentOffsetAttr)) {
-        if (failed(restrictSegment(parallel, offset.getInt(), range, begin,
-                                   end)))
+        if (failed(
+                restrictSegment(parallel, offset.getInt(), range, begin, end)))
           return failure();
         continue;
       }

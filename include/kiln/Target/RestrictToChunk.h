@@ -4,12 +4,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_LIB_TARGET_HOST_RESTRICTTOCHUNK_H
-#define KILN_LIB_TARGET_HOST_RESTRICTTOCHUNK_H
+#ifndef KILN_TARGET_RESTRICTTOCHUNK_H
+#define KILN_TARGET_RESTRICTTOCHUNK_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace kiln {
+namespace kernel {
+class FuncOp;
+} // namespace kernel
+
+/// Replaces `kernel` by a private func.func `name` taking its memrefs then
+/// `begin` and `end` (index), with the same body.
+mlir::func::FuncOp outlineKernelBody(kernel::FuncOp kernel,
+                                     llvm::StringRef name);
+
 /// Makes `body` (a kernel's body whose linalg ops are already loops, ending
 /// in `begin` and `end` index arguments) compute only iterations [begin,
 /// end) of its parallel range `range`: the first dim of every top-level loop
@@ -19,4 +28,4 @@ namespace kiln {
 mlir::LogicalResult restrictToChunk(mlir::func::FuncOp body, int64_t range);
 } // namespace kiln
 
-#endif // KILN_LIB_TARGET_HOST_RESTRICTTOCHUNK_H
+#endif // KILN_TARGET_RESTRICTTOCHUNK_H

@@ -1,0 +1,259 @@
+//===- ConvertKernelToGpu.cpp - Kernels onto GPU blocks and threads -------===//
+//
+// Part of Kiln. --convert-kernel-to-gpu: the elementwise template, one
+// iteration of a kernel's range per thread (Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kernel/IR/KernelDialect.h"
+#include "kiln/Dialect/Kernel/IR/KernelOps.h"
+#include "kiln/Target/Cuda/CudaTarget.h"
+#include "kiln/Target/RestrictToChunk.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKERNELTOGPU
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+LaunchShape kiln::getLaunchShape(int64_t range, int64_t blockSize,
+                                 int64_t warpSize) {
+  LaunchShape shape;
+  if (range >= blockSize) {
+    shape.block = blockSize;
+  } else {
+    // One block of the range, rounded up to whole warps.
+    shape.block =
+        (std::max<int64_t>(range, 1) + warpSize - 1) / warpSize * warpSize;
+    shape.block = std::min(shape.block, blockSize);
+  }
+  shape.grid = (std::max<int64_t>(range, 1) + shape.block - 1) / shape.block;
+  return shape;
+}
+
+namespace {
+/// A kernel on its way to the GPU: its body over [begin, end).
+struct Kernel {
+  std::string name;
+  int64_t range;
+  func::FuncOp body;
+  Location loc;
+  /// The top-level loops whose whole iteration spaces threads take element
+  /// by element (see getElementwiseLoops); empty: a thread per iteration of
+  /// the range.
+  SmallVector<scf::ParallelOp> loops;
+};
+
+/// The iterations of `loop` when it runs over [0, n) in steps of 1 in every
+/// dim with constant bounds and no reductions, else nullopt.
+std::optional<int64_t> getIterationCount(scf::ParallelOp loop) {
+  if (loop.getNumReductions() != 0)
+    return std::nullopt;
+  int64_t count = 1;
+  for (auto [lower, upper, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> low = getConstantIntValue(lower);
+    std::optional<int64_t> high = getConstantIntValue(upper);
+    std::optional<int64_t> stride = getConstantIntValue(step);
+    if (low != 0 || stride != 1 || !high || *high < 0)
+      return std::nullopt;
+    count *= *high;
+  }
+  return count;
+}
+
+/// The loops of `body` (linalg already lowered) that threads may take one
+/// element at a time: its only top-level loop, or the segments of a merged
+/// kernel (independent launches, by construction), when every other
+/// top-level op is free of memory effects. A body with several loops that
+/// are not segments may read in one what another wrote at the same index
+/// of the range, so it keeps a thread per iteration of the range.
+SmallVector<scf::ParallelOp> getElementwiseLoops(func::FuncOp body) {
+  SmallVector<scf::ParallelOp> loops;
+  for (Operation &op : body.getBody().front().without_terminator()) {
+    if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+      if (!getIterationCount(loop))
+        return {};
+      loops.push_back(loop);
+    } else if (!isMemoryEffectFree(&op)) {
+      return {};
+    }
+  }
+  if (loops.size() > 1 && !llvm::all_of(loops, [](scf::ParallelOp loop) {
+        return loop->hasAttr(kernel::KernelDialect::kSegmentOffsetAttr);
+      }))
+    return {};
+  return loops;
+}
+
+/// The threads a kernel needs: the largest of its elementwise loops, or
+/// its range.
+int64_t getThreadCount(const Kernel &kernel) {
+  if (kernel.loops.empty())
+    return kernel.range;
+  int64_t threads = 1;
+  for (scf::ParallelOp loop : kernel.loops)
+    threads = std::max(threads, *getIterationCount(loop));
+  return threads;
+}
+
+/// Clones the ops of `body` into `inside` for the thread of global index
+/// `index`: each elementwise loop's body at the loop indices `index`
+/// delinearizes to, when `index` is within the loop.
+void cloneElementwise(OpBuilder &inside, Location loc, const Kernel &kernel,
+                      Value index, IRMapping &mapping) {
+  func::FuncOp body = kernel.body;
+  Block &source = body.getBody().front();
+  for (Operation &op : source.without_terminator()) {
+    auto loop = dyn_cast<scf::ParallelOp>(op);
+    if (!loop) {
+      inside.clone(op, mapping);
+      continue;
+    }
+    Value count =
+        arith::ConstantIndexOp::create(inside, loc, *getIterationCount(loop));
+    Value within = arith::CmpIOp::create(inside, loc, arith::CmpIPredicate::ult,
+                                         index, count);
+    auto ifOp = scf::IfOp::create(inside, loc, within,
+                                  /*withElseRegion=*/false);
+    OpBuilder b = OpBuilder::atBlockBegin(ifOp.thenBlock());
+    // Row-major: the last dim varies fastest, so neighbouring threads
+    // touch neighbouring elements.
+    Value rest = index;
+    Block *loopBody = loop.getBody();
+    for (int64_t d = loop.getNumLoops() - 1; d >= 0; --d) {
+      Value size = loop.getUpperBound()[d];
+      Value sizeHere =
+          arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(size));
+      mapping.map(
+          loopBody->getArgument(d),
+          d == 0 ? rest
+                 : arith::RemUIOp::create(b, loc, rest, sizeHere).getResult());
+      if (d > 0)
+        rest = arith::DivUIOp::create(b, loc, rest, sizeHere);
+    }
+    for (Operation &nested : loopBody->without_terminator())
+      b.clone(nested, mapping);
+  }
+}
+
+/// Builds `gpu.func @name` running the restricted `body` once per thread,
+/// with begin = the thread's global index i and end = i + 1, where i is in
+/// the range.
+void buildGpuKernel(OpBuilder &builder, const Kernel &kernel, int64_t threads,
+                    LaunchShape shape) {
+  Location loc = kernel.loc;
+  func::FuncOp body = kernel.body;
+  Block &source = body.getBody().front();
+  unsigned numBuffers = source.getNumArguments() - 2;
+  SmallVector<Type> types;
+  for (unsigned i = 0; i < numBuffers; ++i)
+    types.push_back(source.getArgument(i).getType());
+  auto func = gpu::GPUFuncOp::create(builder, loc, kernel.name,
+                                     builder.getFunctionType(types, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(shape.block), 1, 1}));
+  func.setKnownGridSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(shape.grid), 1, 1}));
+
+  Block &entry = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockEnd(&entry);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value blockSize = arith::ConstantIndexOp::create(b, loc, shape.block);
+  Value index = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, blockSize), thread);
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index,
+                            arith::ConstantIndexOp::create(b, loc, threads));
+  auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  gpu::ReturnOp::create(b, loc);
+
+  IRMapping mapping;
+  for (unsigned i = 0; i < numBuffers; ++i)
+    mapping.map(source.getArgument(i), entry.getArgument(i));
+  OpBuilder inside = OpBuilder::atBlockBegin(ifOp.thenBlock());
+  if (!kernel.loops.empty()) {
+    cloneElementwise(inside, loc, kernel, index, mapping);
+    return;
+  }
+  mapping.map(source.getArgument(numBuffers), index);
+  mapping.map(
+      source.getArgument(numBuffers + 1),
+      arith::AddIOp::create(inside, loc, index,
+                            arith::ConstantIndexOp::create(inside, loc, 1)));
+  for (Operation &op : source.without_terminator())
+    inside.clone(op, mapping);
+}
+
+struct ConvertKernelToGpuPass
+    : kiln::impl::ConvertKernelToGpuBase<ConvertKernelToGpuPass> {
+  using ConvertKernelToGpuBase::ConvertKernelToGpuBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int64_t block = blockSize;
+    if (block < 32 || block > 1024 || block % 32) {
+      module.emitError() << "convert-kernel-to-gpu: block-size must be a "
+                            "multiple of 32 in [32, 1024], got "
+                         << block;
+      return signalPassFailure();
+    }
+    // Entries and their ops are the plan, not code.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (isa<kernel::EntryOp>(op))
+        op.erase();
+
+    SmallVector<Kernel> kernels;
+    for (auto kernel :
+         llvm::make_early_inc_range(module.getOps<kernel::FuncOp>())) {
+      std::string name = kernel.getExportedSymbol();
+      Location loc = kernel.getLoc();
+      int64_t range = kernel.getRange();
+      func::FuncOp body = outlineKernelBody(kernel, name + "_body");
+      kernel.erase();
+      kernels.push_back({name, range, body, loc});
+    }
+
+    // linalg → loops; then a thread per element of elementwise loops, or a
+    // thread per iteration of the range.
+    OpPassManager toLoops(ModuleOp::getOperationName());
+    toLoops.addNestedPass<func::FuncOp>(
+        createConvertLinalgToParallelLoopsPass());
+    if (failed(runPipeline(toLoops, module)))
+      return signalPassFailure();
+    for (Kernel &kernel : kernels) {
+      kernel.loops = getElementwiseLoops(kernel.body);
+      if (kernel.loops.empty() &&
+          failed(restrictToChunk(kernel.body, kernel.range)))
+        return signalPassFailure();
+    }
+
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    builder.getUnitAttr());
+    auto gpuModule =
+        gpu::GPUModuleOp::create(builder, module.getLoc(), "kiln_kernels");
+    builder.setInsertionPointToStart(gpuModule.getBody());
+    for (Kernel &kernel : kernels) {
+      int64_t threads = getThreadCount(kernel);
+      buildGpuKernel(builder, kernel, threads,
+                     getLaunchShape(threads, blockSize));
+      kernel.body.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,145 @@
+// RUN: kiln-opt %s --convert-kernel-to-gpu --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --convert-kernel-to-gpu='block-size=64' --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=SMALL
+
+// An elementwise kernel: a thread per element of its whole 2-d loop (not per
+// row), the last dim fastest; 512 elements on two blocks of 256 threads.
+// CHECK-LABEL: gpu.module @kiln_kernels
+// CHECK: gpu.func @kiln_k0(%[[X:.*]]: memref<4x128xf32>, %[[Y:.*]]: memref<4x128xf32>) kernel
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 2, 1, 1>
+// CHECK: %[[B:.*]] = gpu.block_id x
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[T]] : index
+// CHECK: scf.if
+// CHECK: %[[COL:.*]] = arith.remui %[[I]], %c128
+// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %c128
+// CHECK: memref.load %[[X]][%[[ROW]], %[[COL]]]
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[Y]][%[[ROW]], %[[COL]]]
+// CHECK: gpu.return
+// SMALL: known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 8, 1, 1>
+// The entries are the plan, not code.
+// CHECK-NOT: kernel.entry
+kernel.func @k0(%x: memref<4x128xf32>, %y: memref<4x128xf32>) attributes {range = 4 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x128xf32>) outs(%y : memref<4x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<4x128xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %y: memref<4x128xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @k0(%x, %y) : memref<4x128xf32>, memref<4x128xf32>
+  kernel.return
+}
+
+// -----
+
+// A row kernel (a sum per row, in order): a thread per row, the row's loop
+// inside it; a range smaller than a block takes one block of whole warps.
+// CHECK-LABEL: gpu.func @kiln_rows
+// CHECK-SAME: known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
+// CHECK: %[[I:.*]] = arith.addi
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c6
+// CHECK: scf.if %[[IN]]
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.load %arg0[%[[I]], %{{.*}}]
+// CHECK: memref.store %{{.*}}, %arg1[%[[I]]]
+
+kernel.func @rows(%x: memref<6x100xf32>, %y: memref<6xf32>) attributes {range = 6 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c100 = arith.constant 100 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%r) = (%c0) to (%c6) step (%c1) {
+    %s = scf.for %j = %c0 to %c100 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<6x100xf32>
+      %n = arith.addf %acc, %v : f32
+      scf.yield %n : f32
+    }
+    memref.store %s, %y[%r] : memref<6xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+
+// -----
+
+// Two loops that are not segments of a merged kernel: the second may read
+// what the first wrote at the same index of the range, so a thread takes
+// one iteration of the range through both (the host's chunk [i, i + 1)).
+// CHECK-LABEL: gpu.func @kiln_two_loops
+// CHECK-SAME: known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
+// CHECK: %[[I:.*]] = arith.addi
+// CHECK: scf.if
+// CHECK: %[[NEXT:.*]] = arith.addi %[[I]], %c1
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%[[I]], %c0) to (%[[NEXT]], %c8)
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%[[I]], %c0) to (%[[NEXT]], %c8)
+kernel.func @two_loops(%x: memref<4x8xf32>, %y: memref<4x8xf32>) attributes {range = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<4x8xf32>
+    memref.store %v, %y[%i, %j] : memref<4x8xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %k = arith.subi %c8, %j : index
+    %l = arith.subi %k, %c1 : index
+    %v = memref.load %y[%i, %l] : memref<4x8xf32>
+    memref.store %v, %x[%i, %j] : memref<4x8xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+
+// -----
+
+// Segments of a merged kernel are independent: each loop is taken element
+// by element, on as many threads as the largest needs.
+// CHECK-LABEL: gpu.func @kiln_merged
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 4, 1, 1>
+// CHECK: arith.cmpi ult, %{{.*}}, %c1024
+// CHECK: arith.cmpi ult, %[[I:.*]], %c1024
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %arg1[%[[I]]]
+// CHECK: arith.cmpi ult, %[[I]], %c256
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %arg3[%[[I]]]
+kernel.func @merged(%a: memref<1024xf32>, %b: memref<1024xf32>, %c: memref<256xf32>, %d: memref<256xf32>) attributes {range = 5 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i) = (%c0) to (%c1024) step (%c1) {
+    %v = memref.load %a[%i] : memref<1024xf32>
+    memref.store %v, %b[%i] : memref<1024xf32>
+    scf.reduce
+  } {kernel.segment_offset = 0 : i64}
+  scf.parallel (%i) = (%c0) to (%c256) step (%c1) {
+    %v = memref.load %c[%i] : memref<256xf32>
+    memref.store %v, %d[%i] : memref<256xf32>
+    scf.reduce
+  } {kernel.segment_offset = 4 : i64}
+  kernel.return
+}
+
+// -----
+
+// A sequential kernel (range 1) runs on thread 0.
+// CHECK-LABEL: gpu.func @kiln_scalar
+// CHECK-SAME: known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
+// CHECK: arith.cmpi ult, %{{.*}}, %c1
+kernel.func @scalar(%x: memref<f32>, %y: memref<f32>) attributes {range = 1 : i64} {
+  %v = memref.load %x[] : memref<f32>
+  %w = arith.addf %v, %v : f32
+  memref.store %w, %y[] : memref<f32>
+  kernel.return
+}
