@@ -687,6 +687,7 @@ struct Figures {
   int mergedKernels = 0, graphsWithMergedLaunch = 0;
   int launchesFused = 0, launchesUnfused = 0;
   double worstF32 = 0.0, worstF64 = 0.0;
+  double worstCudaF32 = 0, worstCudaF64 = 0;
   int failures = 0, pipelineFailures = 0;
   double compileSeconds = 0.0;
 };
@@ -707,11 +708,13 @@ protected:
 
   /// A copy of `module` through the kernel pipeline, or null with the
   /// diagnostics in `errors`.
-  OwningOpRef<ModuleOp> lower(ModuleOp module, bool fuse, std::string &errors) {
+  OwningOpRef<ModuleOp> lower(ModuleOp module, bool fuse, std::string &errors,
+                              TargetKind target = TargetKind::Cpu) {
     OwningOpRef<ModuleOp> copy(module.clone());
     PassManager pm(&context);
     CompileOptions options;
     options.fuse = fuse;
+    options.target = target;
     buildCompilePipeline(pm, options);
     llvm::raw_string_ostream os(errors);
     ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diagnostic) {
@@ -726,9 +729,10 @@ protected:
   /// Lowers a copy of `module` through the kernel pipeline and writes its
   /// artifact; returns the directory ("" when the pipeline fails).
   std::string compile(ModuleOp module, bool fuse, Figures &figures,
-                      std::map<std::string, int> *mergedPerEntry) {
+                      std::map<std::string, int> *mergedPerEntry,
+                      TargetKind target = TargetKind::Cpu) {
     std::string errors;
-    OwningOpRef<ModuleOp> copy = lower(module, fuse, errors);
+    OwningOpRef<ModuleOp> copy = lower(module, fuse, errors, target);
     if (!copy)
       return "";
     // Launches per entry, and the kernels that merged several launches.
@@ -742,6 +746,8 @@ protected:
         merged.insert(kernel.getSymName());
     }
     for (auto entry : copy->getOps<kernel::EntryOp>()) {
+      if (target != TargetKind::Cpu)
+        break;
       int launches = 0, mergedHere = 0;
       entry.walk([&](kernel::LaunchOp launch) {
         ++launches;
@@ -752,7 +758,7 @@ protected:
       if (mergedPerEntry)
         (*mergedPerEntry)[entry.getSymName().str()] = mergedHere;
     }
-    if (fuse)
+    if (fuse && target == TargetKind::Cpu)
       figures.mergedKernels += merged.size();
     llvm::SmallString<128> directory;
     if (llvm::sys::fs::createUniqueDirectory("kiln-fused-pipeline",
@@ -761,8 +767,11 @@ protected:
       return "";
     }
     directories.push_back(std::string(directory));
-    if (failed(writeArtifact(*copy, directory, {}))) {
-      ADD_FAILURE() << "writing the artifact failed (fuse = " << fuse << ")";
+    ArtifactOptions artifactOptions;
+    artifactOptions.target = target;
+    if (failed(writeArtifact(*copy, directory, artifactOptions))) {
+      ADD_FAILURE() << "writing the artifact failed (fuse = " << fuse
+                    << ", target " << getTargetName(target).str() << ")";
       return "";
     }
     return std::string(directory);
@@ -826,23 +835,29 @@ void FusedPipelineTest::checkGraphs(std::vector<GenGraph> graphs, uint64_t seed,
     auto start = std::chrono::steady_clock::now();
     std::string fusedDir = compile(*module, /*fuse=*/true, counts, &merged);
     std::string unfusedDir = compile(*module, /*fuse=*/false, counts, nullptr);
+    // The same graphs for cuda, fused, run by the GPU emulator.
+    std::string cudaDir =
+        compile(*module, /*fuse=*/true, counts, nullptr, TargetKind::Cuda);
     figures.compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (fusedDir.empty() || unfusedDir.empty()) {
+    if (fusedDir.empty() || unfusedDir.empty() || cudaDir.empty()) {
       std::vector<GenGraph> lowered;
       for (GenGraph &graph : graphs) {
         OwningOpRef<ModuleOp> single =
             parseSourceString<ModuleOp>(graph.text, &context);
         bool lowers = true;
-        for (bool fuse : {true, false}) {
+        for (auto [fuse, target] : {std::pair(true, TargetKind::Cpu),
+                                    std::pair(false, TargetKind::Cpu),
+                                    std::pair(true, TargetKind::Cuda)}) {
           std::string errors;
-          if (lower(*single, fuse, errors))
+          if (lower(*single, fuse, errors, target))
             continue;
           ++figures.graphs;
           ++figures.pipelineFailures;
-          ADD_FAILURE() << "the kernel pipeline (fuse = " << fuse
-                        << ") fails on graph " << graph.function << ":\n"
+          ADD_FAILURE() << "the kernel pipeline (fuse = " << fuse << ", target "
+                        << getTargetName(target).str() << ") fails on graph "
+                        << graph.function << ":\n"
                         << errors << graph.text;
           lowers = false;
           break;
@@ -858,9 +873,12 @@ void FusedPipelineTest::checkGraphs(std::vector<GenGraph> graphs, uint64_t seed,
       counts = Figures();
       fusedDir = compile(*module, /*fuse=*/true, counts, &merged);
       unfusedDir = compile(*module, /*fuse=*/false, counts, nullptr);
+      cudaDir =
+          compile(*module, /*fuse=*/true, counts, nullptr, TargetKind::Cuda);
     }
     std::string source = sourceOf();
-    ASSERT_FALSE(fusedDir.empty() || unfusedDir.empty()) << source;
+    ASSERT_FALSE(fusedDir.empty() || unfusedDir.empty() || cudaDir.empty())
+        << source;
     figures.mergedKernels += counts.mergedKernels;
     figures.launchesFused += counts.launchesFused;
     figures.launchesUnfused += counts.launchesUnfused;
@@ -874,8 +892,9 @@ void FusedPipelineTest::checkGraphs(std::vector<GenGraph> graphs, uint64_t seed,
       ASSERT_TRUE(succeeded(verify(*fused)));
     }
 
-    PlanRunner fusedRunner(fusedDir), unfusedRunner(unfusedDir);
-    ASSERT_TRUE(fusedRunner.ok() && unfusedRunner.ok());
+    PlanRunner fusedRunner(fusedDir), unfusedRunner(unfusedDir),
+        cudaRunner(cudaDir);
+    ASSERT_TRUE(fusedRunner.ok() && unfusedRunner.ok() && cudaRunner.ok());
 
     for (const GenGraph &graph : graphs) {
       ++figures.graphs;
@@ -978,6 +997,28 @@ void FusedPipelineTest::checkGraphs(std::vector<GenGraph> graphs, uint64_t seed,
           bad |= !same;
         }
       }
+
+      // The cuda kernels (the GPU emulator), against the interpreter.
+      for (auto [argument, tensor] :
+           llvm::zip_equal(graph.arguments, arguments))
+        if (std::vector<uint8_t> *bytes =
+                cudaRunner.find(argument.name, plan::BufferKind::Input))
+          *bytes = bytesOf(tensor);
+      ASSERT_TRUE(cudaRunner.run(graph.function, chunkings[0])) << describe();
+      for (auto [i, name] : llvm::enumerate(graph.resultNames)) {
+        std::vector<uint8_t> *bytes =
+            cudaRunner.find(name, plan::BufferKind::Output);
+        ASSERT_TRUE(bytes) << name << " " << describe();
+        double error = relativeError((*references)[i], *bytes);
+        double tolerance = graph.resultPureF64[i] ? 1e-12 : 1e-5;
+        double &worst = graph.resultPureF64[i] ? figures.worstCudaF64
+                                               : figures.worstCudaF32;
+        worst = std::max(worst, error);
+        EXPECT_LE(error, tolerance)
+            << "cuda result " << i << " against the interpreter; "
+            << describe();
+        bad |= !(error <= tolerance);
+      }
       figures.failures += bad;
       if (figures.failures > 5)
         FAIL() << "stopping after 5 graphs with wrong results";
@@ -1012,6 +1053,9 @@ TEST_F(FusedPipelineTest, RandomGraphsMatchInterpreterAndUnfused) {
   std::printf("[ fused ] worst |d|/|ref| against the interpreter: "
               "%.3g (f32 or mixed), %.3g (pure f64)\n",
               figures.worstF32, figures.worstF64);
+  std::printf("[ fused ] the cuda kernels (GPU emulator): worst |d|/|ref| "
+              "%.3g (f32 or mixed), %.3g (pure f64)\n",
+              figures.worstCudaF32, figures.worstCudaF64);
   std::printf("[ fused ] graphs the pipeline rejects: %d; graphs with wrong "
               "results: %d; %.1f s compiling\n",
               figures.pipelineFailures, figures.failures,

@@ -41,7 +41,10 @@ PlanRunner::PlanRunner(const std::string &directory) {
     return;
   }
   plan = plan::GetPlan(file.data());
-  std::string so = directory + "/kernels.so";
+  // A cuda plan's kernels run through the GPU emulator's host build.
+  std::string so = directory + "/" +
+                   (plan->emulator_file() ? plan->emulator_file()->str()
+                                          : std::string("kernels.so"));
   library = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     ADD_FAILURE() << "dlopen " << so << ": " << dlerror();
