@@ -68,18 +68,28 @@ def ConvertKernelToGpu : Pass<"convert-kernel-to-gpu", "::mlir::ModuleOp"> {
     `known_grid_size` on the gpu.func). Entries are dropped: they are the
     plan, not code.
 
-    This is the template of elementwise kernels. Row and column reductions
-    run a row or a column block per thread until their own templates (a
-    warp or a block per row, shuffles) replace it.
+    An elementwise kernel (its only top-level loop nest, or the segments
+    of a merged kernel, independent by construction) instead gets a thread
+    per `vector-bytes` of consecutive innermost elements of the whole nest
+    (4 f32, 2 f64; one when the innermost dim is not a multiple), the last
+    dim fastest: its contiguous accesses become 128-bit ones. Buffers are
+    16-byte aligned (`llvm.align` on every argument): every buffer of a
+    plan starts at a 64-byte boundary.
+
+    Row and column reductions run a row or a column block per thread until
+    their own templates (a warp or a block per row, shuffles) replace it.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block of a kernel whose range fills a block">,
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
+           "The bytes of consecutive elements a thread of an elementwise "
+           "kernel takes">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::func::FuncDialect"];
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
 def ConvertGpuToEmulator : Pass<"convert-gpu-to-emulator", "::mlir::ModuleOp"> {

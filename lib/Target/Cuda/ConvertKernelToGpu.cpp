@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kernel/Analysis/BufferAccess.h"
 #include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/Cuda/CudaTarget.h"
@@ -13,9 +14,11 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -53,7 +56,41 @@ struct Kernel {
   /// by element (see getElementwiseLoops); empty: a thread per iteration of
   /// the range.
   SmallVector<scf::ParallelOp> loops;
+  /// Consecutive elements of the innermost dim one thread of an elementwise
+  /// kernel takes (see getVectorWidth).
+  int64_t width = 1;
+  /// Whether every launch passes it distinct buffers (no two arguments
+  /// views of one root), so that its arguments never alias.
+  bool distinctBuffers = false;
 };
+
+/// For each kernel, whether every launch of it passes distinct buffers: two
+/// buffers live at once never share bytes (the memory plan), and a buffer
+/// read and written in place is passed once.
+llvm::DenseMap<StringAttr, bool> findDistinctBufferKernels(ModuleOp module) {
+  llvm::DenseMap<StringAttr, bool> distinct;
+  module.walk([&](kernel::LaunchOp launch) {
+    llvm::SmallPtrSet<Value, 8> roots;
+    bool unique = true;
+    for (Value buffer : launch.getBuffers())
+      unique &= roots.insert(kernel::getRootBuffer(buffer)).second;
+    auto [it, inserted] =
+        distinct.try_emplace(launch.getKernelAttr().getAttr(), unique);
+    if (!inserted)
+      it->second &= unique;
+  });
+  return distinct;
+}
+
+/// The largest element of `body`'s buffers, in bytes.
+int64_t getWidestElementBytes(func::FuncOp body) {
+  int64_t widest = 1;
+  for (Type type : body.getArgumentTypes())
+    if (auto memref = dyn_cast<MemRefType>(type))
+      widest =
+          std::max<int64_t>(widest, (memref.getElementTypeBitWidth() + 7) / 8);
+  return widest;
+}
 
 /// The iterations of `loop` when it runs over [0, n) in steps of 1 in every
 /// dim with constant bounds and no reductions, else nullopt.
@@ -104,13 +141,43 @@ int64_t getThreadCount(const Kernel &kernel) {
     return kernel.range;
   int64_t threads = 1;
   for (scf::ParallelOp loop : kernel.loops)
-    threads = std::max(threads, *getIterationCount(loop));
+    threads = std::max(threads, *getIterationCount(loop) / kernel.width);
   return threads;
 }
 
+/// How many consecutive innermost elements a thread of an elementwise
+/// kernel takes: as many as fill `vectorBytes` of its widest element type,
+/// when every loop's innermost dim is a multiple of it and its body has no
+/// loop, else 1. Buffers
+/// start at 64-byte boundaries (the arena's offsets, the runtime's
+/// allocations), so a thread's elements of a contiguous access are 16-byte
+/// aligned and NVPTX's load/store vectorizer makes them one 128-bit access
+/// (ld.global.v4.f32).
+int64_t getVectorWidth(const Kernel &kernel, int64_t vectorBytes) {
+  if (kernel.loops.empty())
+    return 1;
+  int64_t width =
+      std::max<int64_t>(vectorBytes / getWidestElementBytes(kernel.body), 1);
+  for (scf::ParallelOp loop : kernel.loops) {
+    std::optional<int64_t> inner =
+        getConstantIntValue(loop.getUpperBound().back());
+    if (!inner || *inner % width != 0)
+      return 1;
+    // Only straight-line bodies: a body with a loop of its own (a column
+    // block's sums over the rows) would hold each of its values per
+    // element in registers and spill.
+    bool nestedLoop = false;
+    loop.getBody()->walk([&](LoopLikeOpInterface) { nestedLoop = true; });
+    if (nestedLoop)
+      return 1;
+  }
+  return width;
+}
+
 /// Clones the ops of `body` into `inside` for the thread of global index
-/// `index`: each elementwise loop's body at the loop indices `index`
-/// delinearizes to, when `index` is within the loop.
+/// `index`: each elementwise loop's body at the loop indices of its
+/// elements `index * width` to `index * width + width - 1` (consecutive
+/// along the innermost dim), when they are within the loop.
 void cloneElementwise(OpBuilder &inside, Location loc, const Kernel &kernel,
                       Value index, IRMapping &mapping) {
   func::FuncOp body = kernel.body;
@@ -123,16 +190,22 @@ void cloneElementwise(OpBuilder &inside, Location loc, const Kernel &kernel,
     }
     Value count =
         arith::ConstantIndexOp::create(inside, loc, *getIterationCount(loop));
+    Value element = index;
+    if (kernel.width > 1)
+      element = arith::MulIOp::create(
+          inside, loc, index,
+          arith::ConstantIndexOp::create(inside, loc, kernel.width));
     Value within = arith::CmpIOp::create(inside, loc, arith::CmpIPredicate::ult,
-                                         index, count);
+                                         element, count);
     auto ifOp = scf::IfOp::create(inside, loc, within,
                                   /*withElseRegion=*/false);
     OpBuilder b = OpBuilder::atBlockBegin(ifOp.thenBlock());
     // Row-major: the last dim varies fastest, so neighbouring threads
     // touch neighbouring elements.
-    Value rest = index;
+    Value rest = element;
     Block *loopBody = loop.getBody();
-    for (int64_t d = loop.getNumLoops() - 1; d >= 0; --d) {
+    int64_t innermost = loop.getNumLoops() - 1;
+    for (int64_t d = innermost; d >= 0; --d) {
       Value size = loop.getUpperBound()[d];
       Value sizeHere =
           arith::ConstantIndexOp::create(b, loc, *getConstantIntValue(size));
@@ -143,8 +216,22 @@ void cloneElementwise(OpBuilder &inside, Location loc, const Kernel &kernel,
       if (d > 0)
         rest = arith::DivUIOp::create(b, loc, rest, sizeHere);
     }
-    for (Operation &nested : loopBody->without_terminator())
-      b.clone(nested, mapping);
+    // The thread's consecutive elements, one copy of the body each (the
+    // innermost dim is a multiple of the width: they share the outer
+    // indices).
+    // Each copy has a mapping of its own: cloning a region maps its block
+    // arguments, which a second clone with the same mapping would reuse.
+    Value first = mapping.lookup(loopBody->getArgument(innermost));
+    for (int64_t k = 0; k < kernel.width; ++k) {
+      IRMapping copy = mapping;
+      if (k > 0)
+        copy.map(loopBody->getArgument(innermost),
+                 arith::AddIOp::create(
+                     b, loc, first, arith::ConstantIndexOp::create(b, loc, k))
+                     .getResult());
+      for (Operation &nested : loopBody->without_terminator())
+        b.clone(nested, copy);
+    }
   }
 }
 
@@ -168,6 +255,20 @@ void buildGpuKernel(OpBuilder &builder, const Kernel &kernel, int64_t threads,
       builder.getDenseI32ArrayAttr({static_cast<int32_t>(shape.block), 1, 1}));
   func.setKnownGridSizeAttr(
       builder.getDenseI32ArrayAttr({static_cast<int32_t>(shape.grid), 1, 1}));
+  // Every buffer starts at a 64-byte boundary (see getVectorWidth); said
+  // only where a thread takes a vector's worth of elements: on a column
+  // block's loop the vectorizer's wide loads raised the registers a thread
+  // holds until ptxas spilled (layer_norm_grad's weight gradients).
+  // Distinct buffers also say noalias, so that LLVM may load a thread's
+  // elements before it stores any and make the loads one.
+  if (kernel.width > 1)
+    for (unsigned i = 0; i < numBuffers; ++i) {
+      func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                      builder.getI64IntegerAttr(16));
+      if (kernel.distinctBuffers)
+        func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                        builder.getUnitAttr());
+    }
 
   Block &entry = func.getBody().front();
   OpBuilder b = OpBuilder::atBlockEnd(&entry);
@@ -205,14 +306,23 @@ struct ConvertKernelToGpuPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t block = blockSize;
+    int64_t block = blockSize, bytes = vectorBytes;
+    if (bytes < 1) {
+      module.emitError() << "convert-kernel-to-gpu: vector-bytes must be "
+                            "positive, got "
+                         << bytes;
+      return signalPassFailure();
+    }
     if (block < 32 || block > 1024 || block % 32) {
       module.emitError() << "convert-kernel-to-gpu: block-size must be a "
                             "multiple of 32 in [32, 1024], got "
                          << block;
       return signalPassFailure();
     }
-    // Entries and their ops are the plan, not code.
+    // Entries and their ops are the plan, not code: what they say about
+    // each kernel's buffers first.
+    llvm::DenseMap<StringAttr, bool> distinct =
+        findDistinctBufferKernels(module);
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
       if (isa<kernel::EntryOp>(op))
         op.erase();
@@ -223,9 +333,10 @@ struct ConvertKernelToGpuPass
       std::string name = kernel.getExportedSymbol();
       Location loc = kernel.getLoc();
       int64_t range = kernel.getRange();
+      bool distinctBuffers = distinct.lookup(kernel.getSymNameAttr());
       func::FuncOp body = outlineKernelBody(kernel, name + "_body");
       kernel.erase();
-      kernels.push_back({name, range, body, loc});
+      kernels.push_back({name, range, body, loc, {}, 1, distinctBuffers});
     }
 
     // linalg → loops; then a thread per element of elementwise loops, or a
@@ -237,6 +348,7 @@ struct ConvertKernelToGpuPass
       return signalPassFailure();
     for (Kernel &kernel : kernels) {
       kernel.loops = getElementwiseLoops(kernel.body);
+      kernel.width = getVectorWidth(kernel, vectorBytes);
       if (kernel.loops.empty() &&
           failed(restrictToChunk(kernel.body, kernel.range)))
         return signalPassFailure();

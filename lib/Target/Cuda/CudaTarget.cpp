@@ -49,6 +49,7 @@ CudaTargetOptions kiln::getCudaTargetOptions(const TargetInfo &target) {
   CudaTargetOptions options;
   options.arch = target.getArch().str();
   options.blockSize = target.getElementwiseBlockSize();
+  options.vectorBytes = target.getMaxVectorBytes();
   return options;
 }
 
@@ -82,7 +83,8 @@ FailureOr<OwningOpRef<ModuleOp>>
 kiln::buildGpuModule(ModuleOp kernelModule, const CudaTargetOptions &options) {
   OwningOpRef<ModuleOp> module = kernelModule.clone();
   PassManager pm(kernelModule.getContext());
-  pm.addPass(createConvertKernelToGpu({options.blockSize}));
+  pm.addPass(
+      createConvertKernelToGpu({options.blockSize, options.vectorBytes}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (failed(pm.run(*module)))

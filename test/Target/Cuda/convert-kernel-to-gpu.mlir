@@ -2,22 +2,30 @@
 // RUN: kiln-opt %s --convert-kernel-to-gpu='block-size=64' --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=SMALL
 
-// An elementwise kernel: a thread per element of its whole 2-d loop (not per
-// row), the last dim fastest; 512 elements on two blocks of 256 threads.
+// An elementwise kernel: a thread per 16 bytes (4 f32) of consecutive
+// elements of its whole 2-d loop (not per row), the last dim fastest; the
+// 512 elements on one block of 128 threads. Its buffers (distinct in every
+// launch) are 16-byte aligned and do not alias, so that NVPTX makes each
+// thread's four accesses one.
 // CHECK-LABEL: gpu.module @kiln_kernels
-// CHECK: gpu.func @kiln_k0(%[[X:.*]]: memref<4x128xf32>, %[[Y:.*]]: memref<4x128xf32>) kernel
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 2, 1, 1>
+// CHECK: gpu.func @kiln_k0(%[[X:.*]]: memref<4x128xf32> {llvm.align = 16 : i64, llvm.noalias}, %[[Y:.*]]: memref<4x128xf32> {llvm.align = 16 : i64, llvm.noalias}) kernel
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
 // CHECK: %[[B:.*]] = gpu.block_id x
 // CHECK: %[[T:.*]] = gpu.thread_id x
 // CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[T]] : index
 // CHECK: scf.if
-// CHECK: %[[COL:.*]] = arith.remui %[[I]], %c128
-// CHECK: %[[ROW:.*]] = arith.divui %[[I]], %c128
+// CHECK: %[[E:.*]] = arith.muli %[[I]], %c4
+// CHECK: %[[COL:.*]] = arith.remui %[[E]], %c128
+// CHECK: %[[ROW:.*]] = arith.divui %[[E]], %c128
 // CHECK: memref.load %[[X]][%[[ROW]], %[[COL]]]
 // CHECK: math.exp
 // CHECK: memref.store %{{.*}}, %[[Y]][%[[ROW]], %[[COL]]]
+// CHECK: %[[COL1:.*]] = arith.addi %[[COL]], %c1
+// CHECK: memref.load %[[X]][%[[ROW]], %[[COL1]]]
+// CHECK: %[[COL3:.*]] = arith.addi %[[COL]], %c3
+// CHECK: memref.store %{{.*}}, %[[Y]][%[[ROW]], %[[COL3]]]
 // CHECK: gpu.return
-// SMALL: known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 8, 1, 1>
+// SMALL: known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 2, 1, 1>
 // The entries are the plan, not code.
 // CHECK-NOT: kernel.entry
 kernel.func @k0(%x: memref<4x128xf32>, %y: memref<4x128xf32>) attributes {range = 4 : i64} {
@@ -102,17 +110,22 @@ kernel.func @two_loops(%x: memref<4x8xf32>, %y: memref<4x8xf32>) attributes {ran
 
 // -----
 
-// Segments of a merged kernel are independent: each loop is taken element
-// by element, on as many threads as the largest needs.
+// Segments of a merged kernel are independent: each loop is taken four
+// elements at a time, on as many threads as the largest needs (1024 / 4).
+// Without a launch to show its buffers distinct, no noalias.
 // CHECK-LABEL: gpu.func @kiln_merged
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 4, 1, 1>
-// CHECK: arith.cmpi ult, %{{.*}}, %c1024
-// CHECK: arith.cmpi ult, %[[I:.*]], %c1024
-// CHECK: scf.if
-// CHECK: memref.store %{{.*}}, %arg1[%[[I]]]
+// CHECK-SAME: %arg0: memref<1024xf32> {llvm.align = 16 : i64}
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
+// CHECK: %[[I:.*]] = arith.addi
 // CHECK: arith.cmpi ult, %[[I]], %c256
+// CHECK: %[[E:.*]] = arith.muli %[[I]], %c4
+// CHECK: arith.cmpi ult, %[[E]], %c1024
 // CHECK: scf.if
-// CHECK: memref.store %{{.*}}, %arg3[%[[I]]]
+// CHECK: memref.store %{{.*}}, %arg1[%[[E]]]
+// CHECK: %[[E2:.*]] = arith.muli %[[I]], %c4
+// CHECK: arith.cmpi ult, %[[E2]], %c256
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %arg3[%[[E2]]]
 kernel.func @merged(%a: memref<1024xf32>, %b: memref<1024xf32>, %c: memref<256xf32>, %d: memref<256xf32>) attributes {range = 5 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -32,6 +32,9 @@ struct CudaTargetOptions {
   std::string arch = "sm_90";
   /// Threads per block of a kernel whose range fills one.
   int64_t blockSize = 256;
+  /// The bytes of consecutive elements a thread of an elementwise kernel
+  /// takes (128-bit accesses).
+  int64_t vectorBytes = 16;
 };
 
 /// The options of `target` (a cuda TargetInfo).
