@@ -107,15 +107,19 @@ def ConvertGpuToEmulator : Pass<"convert-gpu-to-emulator", "::mlir::ModuleOp"> {
     plan. The exact kernels the GPU runs (after mapping, before NVVM) are
     what is emulated.
 
-    Kernels with barriers, shuffles, subgroup or block reductions, or
-    shared memory are refused: the kernels of this version have none, and
-    running a block's threads one after the other would hide a missing
-    barrier.
+    A top-level `gpu.barrier` splits the threads' loop: each segment
+    between barriers is a loop over the block's threads, and a value a
+    later segment uses is kept per thread (a stack array of the block's
+    size). Workgroup attributions are one stack buffer per block. Barriers
+    under control flow, shuffles, subgroup or block reductions and private
+    memory are refused.
 
     With `checked`, every memref access is checked against its buffer's
-    bounds at run time (MLIR's runtime op verification); a failing check
-    writes "GPU emulator: kernel kiln_kN: ..." with the access and its
-    location (the model line) to standard error and aborts.
+    bounds at run time (MLIR's runtime op verification), and every access
+    to shared memory against the last thread that wrote and read its word
+    in the same segment (a race: a missing barrier); a failing check writes
+    "GPU emulator: kernel kiln_kN: ..." with the access and its location
+    (the model line) to standard error and aborts.
   }];
   let options = [
     Option<"checked", "checked", "bool", /*default=*/"false",

@@ -65,6 +65,10 @@ def Kernel_Dialect : Dialect {
     /// launch writes, as offsets then sizes (a piece of a concat); launches
     /// writing disjoint boxes of one buffer are independent.
     static constexpr ::llvm::StringLiteral kWriteBoxAttr = "kernel.write_box";
+    /// On a kernel.func of the GPU emulator (--convert-gpu-to-emulator):
+    /// it may hold memref.alloca, a block's shared memory and the values
+    /// its threads keep across barriers, on the stack.
+    static constexpr ::llvm::StringLiteral kEmulatorAttr = "kernel.emulator";
   }];
 }
 

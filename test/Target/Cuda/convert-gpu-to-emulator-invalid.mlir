@@ -1,13 +1,33 @@
 // RUN: kiln-opt %s --split-input-file --convert-gpu-to-emulator -verify-diagnostics
 
-// Running a block's threads one after the other would hide a missing
-// barrier: kernels with barriers are refused until the emulator splits
-// threads at them.
+// The emulator splits a block's threads at barriers every thread reaches
+// (top-level ones); a barrier under control flow is refused.
 module attributes {gpu.container_module} {
   gpu.module @kiln_kernels {
-    // expected-error @+1 {{uses gpu.barrier, which the emulator does not run yet}}
+    // expected-error @+1 {{uses gpu.barrier inside control flow, which the emulator does not run yet}}
     gpu.func @kiln_k0(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      gpu.barrier
+      %t = gpu.thread_id x
+      %c32 = arith.constant 32 : index
+      %low = arith.cmpi ult, %t, %c32 : index
+      scf.if %low {
+        gpu.barrier
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    // expected-error @+1 {{uses gpu.shuffle, which the emulator does not run yet}}
+    gpu.func @kiln_k0(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %x[%c0] : memref<64xf32>
+      %c1 = arith.constant 1 : i32
+      %c32 = arith.constant 32 : i32
+      %s, %ok = gpu.shuffle xor %v, %c1, %c32 : f32
       gpu.return
     }
   }
@@ -28,8 +48,8 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @kiln_kernels {
-    // expected-error @+1 {{uses shared or private memory, which the emulator does not run yet}}
-    gpu.func @kiln_k0(%x: memref<64xf32>) workgroup(%s : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+    // expected-error @+1 {{uses private memory, which the emulator does not run yet}}
+    gpu.func @kiln_k0(%x: memref<64xf32>) private(%s : memref<4xf32, #gpu.address_space<private>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
       gpu.return
     }
   }

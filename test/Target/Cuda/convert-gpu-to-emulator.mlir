@@ -7,7 +7,7 @@
 // replaced by the loops' indices.
 // CHECK-NOT: gpu.module
 // CHECK-LABEL: kernel.func @k7(%{{.*}}: memref<150xf32>, %{{.*}}: memref<150xf32>)
-// CHECK-SAME: grain = 3 : i64, range = 3 : i64
+// CHECK-SAME: grain = 3 : i64, kernel.emulator, range = 3 : i64
 // CHECK: scf.parallel (%[[B:.*]]) = (%c0) to (%c3) step (%c1)
 // CHECK: scf.for %[[T:.*]] = %c0 to %c64 step %c1
 // CHECK: %[[BASE:.*]] = arith.muli %[[B]], %c64
@@ -40,6 +40,41 @@ module attributes {gpu.container_module} {
         %w = arith.mulf %v, %v : f32
         memref.store %w, %y[%i] : memref<150xf32>
       }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A barrier splits the block's threads: shared memory is one buffer per
+// block, each segment between barriers a loop over the threads, and a
+// value a later segment uses (the thread's index) is kept per thread.
+// CHECK-LABEL: kernel.func @k1
+// CHECK: scf.parallel
+// CHECK: %[[SHARED:.*]] = memref.alloca() : memref<64xf32>
+// CHECK: %[[KEPT:.*]] = memref.alloca() : memref<64xindex>
+// CHECK: scf.for %[[T0:.*]] = %c0 to %c64
+// CHECK: memref.store %{{.*}}, %[[SHARED]][%[[T0]]]
+// CHECK: memref.store %[[T0]], %[[KEPT]][%[[T0]]]
+// CHECK: scf.for %[[T1:.*]] = %c0 to %c64
+// CHECK: %[[I:.*]] = memref.load %[[KEPT]][%[[T1]]]
+// CHECK: arith.subi %c63, %[[I]]
+// CHECK: memref.load %[[SHARED]]
+// Checked, each shared access checks who touched the word in this segment.
+// CHECKED: "GPU emulator: kernel kiln_k1: shared-memory race
+// CHECKED-LABEL: kernel.func @k1
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k1(%x: memref<64xf32>, %y: memref<64xf32>) workgroup(%s : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %v = memref.load %x[%t] : memref<64xf32>
+      memref.store %v, %s[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %c63 = arith.constant 63 : index
+      %r = arith.subi %c63, %t : index
+      %w = memref.load %s[%r] : memref<64xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %y[%t] : memref<64xf32>
       gpu.return
     }
   }

@@ -6,6 +6,7 @@
 
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionImplementation.h"
@@ -107,8 +108,13 @@ LogicalResult FuncOp::verifyRegions() {
       op->emitOpError() << "is not allowed inside a kernel.func";
       return WalkResult::interrupt();
     }
+    // The GPU emulator's kernels keep a block's shared memory and the
+    // values its threads carry across barriers on the stack.
     auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (effects && effects.hasEffect<MemoryEffects::Allocate>()) {
+    bool emulatorScratch = isa<memref::AllocaOp>(op) &&
+                           (*this)->hasAttr(KernelDialect::kEmulatorAttr);
+    if (effects && effects.hasEffect<MemoryEffects::Allocate>() &&
+        !emulatorScratch) {
       op->emitOpError()
           << "allocates inside a kernel.func: intermediates must live in "
              "registers or in buffers passed as arguments";
