@@ -72,6 +72,8 @@ writeCudaKernels(ModuleOp module,
   if (failed(gpu))
     return failure();
   planOptions.launches = getGpuLaunches(**gpu);
+  if (options.templates)
+    *options.templates = countGpuTemplates(**gpu);
   {
     OwningOpRef<ModuleOp> emulated = (**gpu).clone();
     if (failed(convertToEmulator(*emulated, options.checkedEmulator)))

@@ -48,6 +48,8 @@ struct ArtifactOptions {
   /// kernels.cubin (0: none, without ptxas) and kernels.emu.so (set by
   /// writeArtifact).
   std::map<std::string, LaunchShape> launches;
+  /// cuda: where writeArtifact reports its kernels' templates; may be null.
+  GpuTemplateCounts *templates = nullptr;
   uint64_t cubinHash = 0;
   uint64_t emulatorHash = 0;
   /// Where writing it reports its phases (--timing); null: not timed.

@@ -32,6 +32,17 @@ int64_t kiln::getEmulatorGrain(int64_t grid, int64_t block) {
                              std::max<int64_t>(grid, 1));
 }
 
+GpuTemplateCounts kiln::countGpuTemplates(ModuleOp gpuModule) {
+  GpuTemplateCounts counts;
+  gpuModule.walk([&](gpu::GPUFuncOp func) {
+    if (!func.isKernel())
+      return;
+    ++counts.kernels;
+    counts.perIteration += !func->hasAttr(kElementwiseAttr);
+  });
+  return counts;
+}
+
 std::map<std::string, LaunchShape> kiln::getGpuLaunches(ModuleOp gpuModule) {
   std::map<std::string, LaunchShape> launches;
   gpuModule.walk([&](gpu::GPUFuncOp func) {

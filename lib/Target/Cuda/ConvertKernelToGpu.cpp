@@ -145,6 +145,15 @@ int64_t getThreadCount(const Kernel &kernel) {
   return threads;
 }
 
+/// Whether a loop of `kernel`'s elementwise loops has a loop in its body:
+/// each thread then runs that loop (a row's or a column block's sums).
+bool hasNestedLoop(const Kernel &kernel) {
+  bool nested = false;
+  for (scf::ParallelOp loop : kernel.loops)
+    loop.getBody()->walk([&](LoopLikeOpInterface) { nested = true; });
+  return nested;
+}
+
 /// How many consecutive innermost elements a thread of an elementwise
 /// kernel takes: as many as fill `vectorBytes` of its widest element type,
 /// when every loop's innermost dim is a multiple of it and its body has no
@@ -163,15 +172,11 @@ int64_t getVectorWidth(const Kernel &kernel, int64_t vectorBytes) {
         getConstantIntValue(loop.getUpperBound().back());
     if (!inner || *inner % width != 0)
       return 1;
-    // Only straight-line bodies: a body with a loop of its own (a column
-    // block's sums over the rows) would hold each of its values per
-    // element in registers and spill.
-    bool nestedLoop = false;
-    loop.getBody()->walk([&](LoopLikeOpInterface) { nestedLoop = true; });
-    if (nestedLoop)
-      return 1;
   }
-  return width;
+  // Only straight-line bodies: a body with a loop of its own (a column
+  // block's sums over the rows) would hold each of its values per element
+  // in registers and spill.
+  return hasNestedLoop(kernel) ? 1 : width;
 }
 
 /// Clones the ops of `body` into `inside` for the thread of global index
@@ -259,6 +264,10 @@ void buildGpuKernel(OpBuilder &builder, const Kernel &kernel, int64_t threads,
   // only where a thread takes a vector's worth of elements: on a column
   // block's loop the vectorizer's wide loads raised the registers a thread
   // holds until ptxas spilled (layer_norm_grad's weight gradients).
+  // Which template it got: elements per thread, or none (a thread per
+  // iteration of the range).
+  if (!kernel.loops.empty() && !hasNestedLoop(kernel))
+    func->setAttr(kElementwiseAttr, builder.getI64IntegerAttr(kernel.width));
   // Distinct buffers also say noalias, so that LLVM may load a thread's
   // elements before it stores any and make the loads one.
   if (kernel.width > 1)

@@ -40,6 +40,12 @@ struct CudaTargetOptions {
 /// The options of `target` (a cuda TargetInfo).
 CudaTargetOptions getCudaTargetOptions(const TargetInfo &target);
 
+/// On a gpu.func of the elementwise template (a thread per element or
+/// vector of elements, no loop inside): the consecutive elements a thread
+/// takes. Absent: a thread runs a loop, a row's or a column block's, or a
+/// whole sequential kernel.
+inline constexpr llvm::StringLiteral kElementwiseAttr = "kiln.elementwise";
+
 /// The grid and block of a kernel of `range` iterations, one per thread.
 struct LaunchShape {
   int64_t grid = 1;
@@ -50,6 +56,14 @@ LaunchShape getLaunchShape(int64_t range, int64_t blockSize,
 /// The blocks one chunk of the emulator's run of a kernel holds: a few
 /// thousand threads, the thread pool's unit of work.
 int64_t getEmulatorGrain(int64_t grid, int64_t block);
+
+/// The kernels of a module from buildGpuModule, and how many of them run a
+/// thread per iteration of their range (no elementwise template).
+struct GpuTemplateCounts {
+  int64_t kernels = 0;
+  int64_t perIteration = 0;
+};
+GpuTemplateCounts countGpuTemplates(mlir::ModuleOp gpuModule);
 
 /// The launch of each kernel of a module from buildGpuModule, by its
 /// exported name (kiln_kN).
