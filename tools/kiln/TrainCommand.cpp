@@ -221,6 +221,14 @@ int kiln::cli::runTrain() {
                 "not both");
   if (!initFrom.empty() && !resumeFile.empty())
     return fail("--init-from and --resume exclude each other");
+  // The device first: a compile for one that cannot run is lost time.
+  if (device == "cuda")
+    return fail("--device cuda: the CUDA runtime device is not built yet; "
+                "--device cuda-emulator runs the cuda target's kernels on "
+                "this machine");
+  if (device != "cpu" && device != "cuda-emulator")
+    return fail("unknown --device '" + device +
+                "' (expected cpu or cuda-emulator)");
   if (stepsOption.getNumOccurrences() && stepsOption < 1)
     return fail("--steps must be at least 1");
   if (untilStep.getNumOccurrences() && untilStep < 1)
