@@ -15,9 +15,21 @@ public:
   explicit CudaTargetInfo(llvm::StringRef arch)
       : TargetInfo(TargetKind::Cuda, arch) {}
 
-  // The lowering's templates use the host's blocks until the GPU schedule
-  // templates replace them; a column block of 64 is two warps' lanes.
-  ScheduleParameters getScheduleParameters() const override { return {}; }
+  // Until the column-reduction template exists, a column reduction runs a
+  // column block per thread: one column each gives a thread per column
+  // instead of one per 64 (2 threads for a bias of 128), and each column
+  // still sums its rows in the same order. An update block of 256
+  // elements gives a thread per 256 instead of per 1024 (64 made ptxas
+  // spill in the merged AdamW kernels); the norm's partials stay 4096
+  // long, since one thread sums them all.
+  ScheduleParameters getScheduleParameters() const override {
+    ScheduleParameters parameters;
+    parameters.columnBlock = 1;
+    parameters.normColumnBlock = 1;
+    parameters.embeddingColumnBlock = 1;
+    parameters.updateBlock = 256;
+    return parameters;
+  }
   // A launch covers the whole range: no chunks, no grain.
   std::optional<int64_t> getWorkPerChunk() const override {
     return std::nullopt;
