@@ -85,6 +85,8 @@ def ConvertKernelToGpu : Pass<"convert-kernel-to-gpu", "::mlir::ModuleOp"> {
     Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
            "The bytes of consecutive elements a thread of an elementwise "
            "kernel takes">,
+    Option<"warpSize", "warp-size", "int64_t", /*default=*/"32",
+           "Threads of a warp: a small range's block is whole warps">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",

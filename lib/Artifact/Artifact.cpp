@@ -109,12 +109,12 @@ writeCudaKernels(ModuleOp module,
     return success();
   TimingScope assembling = timing.nest("ptxas (kernels.cubin)");
   std::string error;
-  FailureOr<PtxasResult> cubin = runPtxas(*ptx, options.cuda.arch, error);
+  FailureOr<std::string> cubin = runPtxas(*ptx, options.cuda.arch, error);
   if (failed(cubin))
     return mlir::emitError(UnknownLoc::get(module.getContext())) << error;
-  planOptions.cubinHash = hashBytes(cubin->cubin.data(), cubin->cubin.size());
+  planOptions.cubinHash = hashBytes(cubin->data(), cubin->size());
   return writeFile(module, pathOf("kernels.cubin"),
-                   [&](llvm::raw_ostream &os) { os << cubin->cubin; });
+                   [&](llvm::raw_ostream &os) { os << *cubin; });
 }
 
 LogicalResult kiln::writeArtifact(ModuleOp module, StringRef directory,

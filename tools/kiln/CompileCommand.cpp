@@ -87,8 +87,9 @@ static cl::opt<bool> checkedEmulator(
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string>
     gpuArch("arch",
-            cl::desc("The GPU architecture of --target=cuda: sm_80 or sm_90"),
-            cl::init("sm_90"), cl::sub(kiln::cli::compileCommand),
+            cl::desc("The GPU architecture of --target=cuda: sm_80 or sm_90 "
+                     "(default: the cuda target's, sm_90)"),
+            cl::init(""), cl::sub(kiln::cli::compileCommand),
             cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> hostCpu(
     "cpu",
@@ -286,6 +287,12 @@ static bool checkTargetFlags() {
   std::string error;
   if (!kiln::TargetInfo::create(kiln::TargetKind::Cuda, gpuArch, error)) {
     WithColor::error(errs(), "kiln") << "--arch: " << error << "\n";
+    return false;
+  }
+  if (checkedEmulator && emitStage.getNumOccurrences()) {
+    WithColor::error(errs(), "kiln")
+        << "--checked-emulator builds the artifact's kernels.emu.so: drop "
+           "--emit\n";
     return false;
   }
   if (emitStage.getNumOccurrences() && emitStage == EmitStage::LLVM) {

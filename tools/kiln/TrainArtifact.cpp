@@ -189,11 +189,11 @@ kiln::cli::compileForTraining(StringRef modelPath,
   // Compile (the driver: training entries, kernels), then the artifact,
   // which writeArtifact puts in place whole (over an invalid entry, too).
   mlir::PassManager pm(model->context.get());
-  // The GPU emulator runs the cuda target's kernels (sm_90's schedule).
+  // The GPU emulator runs the cuda target's kernels (its default arch).
   bool cuda = options.device == "cuda-emulator";
   CompileOptions pipeline;
   pipeline.target = cuda ? TargetKind::Cuda : TargetKind::Cpu;
-  pipeline.arch = cuda ? "sm_90" : options.cpu;
+  pipeline.arch = cuda ? "" : options.cpu;
   pipeline.train = !options.inferenceOnly;
   pipeline.memoryBudget = budget;
   pipeline.fuse = options.fuse;

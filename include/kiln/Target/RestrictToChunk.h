@@ -8,11 +8,17 @@
 #define KILN_TARGET_RESTRICTTOCHUNK_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace kiln {
 namespace kernel {
 class FuncOp;
 } // namespace kernel
+
+/// The passes both backends start a kernel body's lowering with: affine
+/// maps and strided metadata to arithmetic, structured control flow to
+/// branches, and bf16/f16 arithmetic expanded through f32.
+void addKernelBodyToBranchesPasses(mlir::OpPassManager &pm);
 
 /// Replaces `kernel` by a private func.func `name` taking its memrefs then
 /// `begin` and `end` (index), with the same body.

@@ -3,7 +3,8 @@
 // Part of Kiln. The target object: the schedule parameters a target-neutral
 // pass asks for (chunk grain, column blocks, block sizes, GEMM tiles, the
 // size of merged kernels) and the facts of the machine code (warp size,
-// block and shared-memory limits), for the host (the cpu backend) and cuda.
+// widest access, elementwise block), for the host (the cpu backend) and
+// cuda.
 // The compile driver hands them to the passes as pass options, so that
 // `kiln-opt` reproduces a compile from text alone.
 //
@@ -77,10 +78,6 @@ public:
 
   /// Threads of a warp (0: the target has no warps).
   virtual int64_t getWarpSize() const = 0;
-  /// The most threads of a block (0: no blocks).
-  virtual int64_t getMaxThreadsPerBlock() const = 0;
-  /// The bytes of dynamic shared memory a block gets without opting in.
-  virtual int64_t getDefaultSharedBytes() const = 0;
   /// The widest vector load or store the code generator emits, in bytes.
   virtual int64_t getMaxVectorBytes() const = 0;
   /// Threads per block of an elementwise kernel whose range fills one (0:

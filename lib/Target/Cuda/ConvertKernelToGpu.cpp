@@ -315,17 +315,17 @@ struct ConvertKernelToGpuPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    int64_t block = blockSize, bytes = vectorBytes;
-    if (bytes < 1) {
-      module.emitError() << "convert-kernel-to-gpu: vector-bytes must be "
-                            "positive, got "
-                         << bytes;
+    int64_t block = blockSize, bytes = vectorBytes, warp = warpSize;
+    if (bytes < 1 || warp < 1) {
+      module.emitError() << "convert-kernel-to-gpu: vector-bytes and "
+                            "warp-size must be positive, got "
+                         << bytes << " and " << warp;
       return signalPassFailure();
     }
-    if (block < 32 || block > 1024 || block % 32) {
+    if (block < warp || block > 1024 || block % warp) {
       module.emitError() << "convert-kernel-to-gpu: block-size must be a "
-                            "multiple of 32 in [32, 1024], got "
-                         << block;
+                            "multiple of "
+                         << warp << " in [" << warp << ", 1024], got " << block;
       return signalPassFailure();
     }
     // Entries and their ops are the plan, not code: what they say about
@@ -372,7 +372,7 @@ struct ConvertKernelToGpuPass
     for (Kernel &kernel : kernels) {
       int64_t threads = getThreadCount(kernel);
       buildGpuKernel(builder, kernel, threads,
-                     getLaunchShape(threads, blockSize));
+                     getLaunchShape(threads, blockSize, warpSize));
       kernel.body.erase();
     }
   }

@@ -9,6 +9,8 @@
 
 #include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Conversion/Passes.h"
+#include "kiln/Files.h"
+#include "kiln/Target/RestrictToChunk.h"
 #include "kiln/Target/TargetInfo.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -34,9 +36,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
@@ -50,6 +51,7 @@ CudaTargetOptions kiln::getCudaTargetOptions(const TargetInfo &target) {
   options.arch = target.getArch().str();
   options.blockSize = target.getElementwiseBlockSize();
   options.vectorBytes = target.getMaxVectorBytes();
+  options.warpSize = target.getWarpSize();
   return options;
 }
 
@@ -83,8 +85,8 @@ FailureOr<OwningOpRef<ModuleOp>>
 kiln::buildGpuModule(ModuleOp kernelModule, const CudaTargetOptions &options) {
   OwningOpRef<ModuleOp> module = kernelModule.clone();
   PassManager pm(kernelModule.getContext());
-  pm.addPass(
-      createConvertKernelToGpu({options.blockSize, options.vectorBytes}));
+  pm.addPass(createConvertKernelToGpu(
+      {options.blockSize, options.vectorBytes, options.warpSize}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (failed(pm.run(*module)))
@@ -114,14 +116,8 @@ static void useCorrectlyRoundedSqrt(ModuleOp module) {
 LogicalResult kiln::lowerGpuModuleToNvvm(ModuleOp gpuModule) {
   PassManager pm(gpuModule.getContext());
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  kernels.addPass(createLowerAffinePass());
-  kernels.addPass(memref::createExpandStridedMetadataPass());
-  kernels.addPass(createLowerAffinePass());
-  kernels.addPass(createSCFToControlFlowPass());
-  // bf16 and f16 arithmetic through f32, as on the host.
-  arith::ArithExpandOpsPassOptions expandOptions;
-  expandOptions.includeBf16 = true;
-  kernels.addPass(arith::createArithExpandOpsPass(expandOptions));
+  // As on the host, bf16 and f16 arithmetic through f32 among them.
+  addKernelBodyToBranchesPasses(kernels);
   // One pointer per memref (static shapes), 64-bit indices; math through
   // libdevice's __nv_* functions.
   ConvertGpuOpsToNVVMOpsOptions nvvmOptions;
@@ -199,57 +195,50 @@ std::string kiln::findPtxas() {
   return "";
 }
 
-FailureOr<PtxasResult> kiln::runPtxas(StringRef ptx, StringRef arch,
+FailureOr<std::string> kiln::runPtxas(StringRef ptx, StringRef arch,
                                       std::string &error) {
   std::string ptxas = findPtxas();
   if (ptxas.empty()) {
     error = "ptxas is not found: set CUDA_HOME to the CUDA toolkit";
     return failure();
   }
-  SmallString<128> input, output, report;
-  auto cleanup = llvm::make_scope_exit([&] {
-    for (StringRef path : {input.str(), output.str(), report.str()})
-      if (!path.empty())
-        llvm::sys::fs::remove(path);
-  });
-  if (std::error_code code =
-          llvm::sys::fs::createTemporaryFile("kiln-kernels", "ptx", input)) {
-    error = "cannot create a temporary file: " + code.message();
-    return failure();
-  }
-  llvm::sys::fs::createTemporaryFile("kiln-kernels", "cubin", output);
-  llvm::sys::fs::createTemporaryFile("kiln-ptxas", "log", report);
-  {
-    std::error_code code;
-    llvm::raw_fd_ostream os(input, code);
-    os << ptx;
-    if (code || (os.close(), os.has_error())) {
-      error = "cannot write the PTX for ptxas";
+  SmallString<128> input, output, log;
+  for (auto [path, suffix] :
+       {std::pair(&input, "ptx"), std::pair(&output, "cubin"),
+        std::pair(&log, "log")})
+    if (std::error_code code =
+            llvm::sys::fs::createTemporaryFile("kiln-ptxas", suffix, *path)) {
+      error = "cannot create a temporary file: " + code.message();
       return failure();
     }
+  llvm::FileRemover removeInput(input), removeOutput(output), removeLog(log);
+  if (Status written =
+          writeFileAtomically(std::string(input), ptx.data(), ptx.size());
+      !written.isOk()) {
+    error = "cannot write the PTX for ptxas: " + written.message();
+    return failure();
   }
   std::string archFlag = ("-arch=" + arch).str();
   // Two threads of ptxas's optimizer, always: its output depends on the
   // count, and an artifact must not depend on the machine's cores (1.45-1.8x
   // faster than one on GPT-2 small's PTX here).
-  SmallVector<StringRef> arguments = {
-      ptxas, archFlag, "-v", "--split-compile=2", "-o", output, input};
-  std::optional<StringRef> redirects[] = {std::nullopt, report.str(),
-                                          report.str()};
+  SmallVector<StringRef> arguments = {ptxas, archFlag, "--split-compile=2",
+                                      "-o",  output,   input};
+  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
   std::string message;
   int status = llvm::sys::ExecuteAndWait(ptxas, arguments, std::nullopt,
                                          redirects, 0, 0, &message);
-  auto log = llvm::MemoryBuffer::getFile(report);
-  std::string reportText = log ? (*log)->getBuffer().str() : "";
   if (status != 0) {
+    std::string said;
+    (void)readWholeFile(std::string(log), said);
     error = "ptxas -arch=" + arch.str() + " failed" +
-            (message.empty() ? "" : ": " + message) + "\n" + reportText;
+            (message.empty() ? "" : ": " + message) + "\n" + said;
     return failure();
   }
-  auto cubin = llvm::MemoryBuffer::getFile(output, /*IsText=*/false);
-  if (!cubin) {
-    error = "cannot read ptxas's cubin: " + cubin.getError().message();
+  std::string cubin;
+  if (Status read = readWholeFile(std::string(output), cubin); !read.isOk()) {
+    error = "cannot read ptxas's cubin: " + read.message();
     return failure();
   }
-  return PtxasResult{(*cubin)->getBuffer().str(), reportText};
+  return cubin;
 }

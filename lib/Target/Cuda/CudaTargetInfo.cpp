@@ -43,8 +43,6 @@ public:
   int64_t getMaxMergedOps() const override { return 800; }
 
   int64_t getWarpSize() const override { return 32; }
-  int64_t getMaxThreadsPerBlock() const override { return 1024; }
-  int64_t getDefaultSharedBytes() const override { return 48 * 1024; }
   // ld.global.v4.f32: 128-bit accesses.
   int64_t getMaxVectorBytes() const override { return 16; }
   // Eight warps: enough to hide memory latency, small enough to fill

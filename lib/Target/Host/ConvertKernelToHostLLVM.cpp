@@ -159,13 +159,7 @@ struct ConvertKernelToHostLLVMPass
     // instruction), bf16 conversions are expanded inline (libgcc here has no
     // __truncsfbf2), and memrefs are passed as bare pointers.
     OpPassManager toLLVM(ModuleOp::getOperationName());
-    toLLVM.addPass(createLowerAffinePass());
-    toLLVM.addPass(memref::createExpandStridedMetadataPass());
-    toLLVM.addPass(createLowerAffinePass());
-    toLLVM.addPass(createSCFToControlFlowPass());
-    arith::ArithExpandOpsPassOptions expandOptions;
-    expandOptions.includeBf16 = true;
-    toLLVM.addPass(arith::createArithExpandOpsPass(expandOptions));
+    addKernelBodyToBranchesPasses(toLLVM);
     toLLVM.addPass(createConvertMathToLibmPass());
     toLLVM.addPass(createConvertMathToLLVMPass());
     toLLVM.addPass(createConvertVectorToLLVMPass());

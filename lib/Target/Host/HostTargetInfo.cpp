@@ -39,8 +39,6 @@ public:
   int64_t getMaxMergedOps() const override { return 800; }
 
   int64_t getWarpSize() const override { return 0; }
-  int64_t getMaxThreadsPerBlock() const override { return 0; }
-  int64_t getDefaultSharedBytes() const override { return 0; }
   // AVX-512's zmm registers: LLVM's vectorizers choose the width.
   int64_t getMaxVectorBytes() const override { return 64; }
   int64_t getElementwiseBlockSize() const override { return 0; }

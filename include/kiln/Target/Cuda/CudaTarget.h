@@ -35,6 +35,8 @@ struct CudaTargetOptions {
   /// The bytes of consecutive elements a thread of an elementwise kernel
   /// takes (128-bit accesses).
   int64_t vectorBytes = 16;
+  /// A small range's block is whole warps of this many threads.
+  int64_t warpSize = 32;
 };
 
 /// The options of `target` (a cuda TargetInfo).
@@ -107,16 +109,9 @@ std::string findCudaToolkit();
 /// The toolkit's ptxas (or one on PATH), or empty.
 std::string findPtxas();
 
-/// What ptxas made of a PTX module.
-struct PtxasResult {
-  /// The cubin.
-  std::string cubin;
-  /// ptxas -v's report: registers, spills, shared memory per kernel.
-  std::string report;
-};
-/// Assembles `ptx` for `arch` with the toolkit's ptxas (-v). Fails with
+/// The cubin the toolkit's ptxas makes of `ptx` for `arch`. Fails with
 /// ptxas's messages in `error`.
-mlir::FailureOr<PtxasResult> runPtxas(llvm::StringRef ptx, llvm::StringRef arch,
+mlir::FailureOr<std::string> runPtxas(llvm::StringRef ptx, llvm::StringRef arch,
                                       std::string &error);
 
 } // namespace kiln
