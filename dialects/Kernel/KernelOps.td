@@ -20,7 +20,8 @@ include "mlir/Interfaces/ViewLikeInterface.td"
 // Functions
 //===----------------------------------------------------------------------===//
 
-def Kernel_FuncOp : Kernel_Op<"func", [FunctionOpInterface, IsolatedFromAbove]> {
+def Kernel_FuncOp : Kernel_Op<"func", [FunctionOpInterface, IsolatedFromAbove,
+                                      AutomaticAllocationScope]> {
   let summary = "A generated kernel over memref arguments.";
   let description = [{
     The body computes, on its memref arguments, the whole of `[0, range)` of
@@ -33,7 +34,9 @@ def Kernel_FuncOp : Kernel_Op<"func", [FunctionOpInterface, IsolatedFromAbove]> 
     body may be any sequential code. `grain`, set for the cpu target only,
     is the smallest chunk worth a thread of its pool (targets that launch
     the whole range at once have none). The body allocates nothing: intermediates live in registers or
-    in buffers passed as arguments.
+    in buffers passed as arguments. The GPU emulator's kernels (`kernel.emulator`) are the exception:
+    their top level allocates a block's stack buffers (`memref.alloca`, one per call, reused by the
+    blocks of its chunk).
     ```mlir
     kernel.func @k0(%x: memref<256xf32>, %y: memref<256xf32>) attributes {grain = 256 : i64, range = 256 : i64} {
       linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],

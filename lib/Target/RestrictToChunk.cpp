@@ -14,6 +14,7 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -140,7 +141,8 @@ LogicalResult kiln::restrictToChunk(func::FuncOp body, int64_t range) {
       parallel->setOperand(dims, end);
       continue;
     }
-    if (isMemoryEffectFree(&op))
+    // Stack buffers (the GPU emulator's) are the call's, not the chunk's.
+    if (isMemoryEffectFree(&op) || isa<memref::AllocaOp>(op))
       continue;
     // A sequential loop (a reduction first) or a store here would read or
     // write across chunks.

@@ -1,10 +1,12 @@
 //===- GpuEmulatorTest.cpp - The GPU emulator's checked mode --------------===//
 //
 // Part of Kiln. GPU kernels compiled by the emulator (kernels.emu.so) and run
-// on buffers of their sizes: a planted out-of-bounds read and a planted
-// missing barrier are trapped by the checked build, naming the kernel and
-// the model line; the correct kernels run through the checks and give the
-// GPU's results (a block reversing its elements through shared memory).
+// on buffers of their sizes: a planted out-of-bounds read, missing barrier,
+// divergent barrier and shuffle and misaligned buffer are trapped by the
+// checked build, naming the kernel and the model line; the correct kernels
+// run through the checks and give the GPU's results (a block reversing its
+// elements through shared memory, warp shuffles, a tree sum with barriers
+// in a loop).
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +84,139 @@ module attributes {gpu.container_module} {
 )mlir";
 }
 
+/// One block of 64 threads (two warps) summing each warp's 32 elements by
+/// a butterfly of xor shuffles: every lane ends with its warp's sum.
+std::string butterflySource() {
+  std::string source = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %width = arith.constant 32 : i32
+      %v0 = memref.load %x[%t] : memref<64xf32>
+)mlir";
+  int step = 0;
+  for (int offset : {16, 8, 4, 2, 1}) {
+    std::string from = "%v" + std::to_string(step);
+    std::string to = "%v" + std::to_string(step + 1);
+    std::string o = std::to_string(offset);
+    source += "      %o" + o + " = arith.constant " + o + " : i32\n";
+    source += "      %s" + o + ", %ok" + o + " = gpu.shuffle xor " + from +
+              ", %o" + o + ", %width : f32\n";
+    source += "      " + to + " = arith.addf " + from + ", %s" + o + " : f32\n";
+    ++step;
+  }
+  source += R"mlir(      memref.store %v5, %y[%t] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  return source;
+}
+
+/// `gpu.shuffle up` by one: lane l reads lane l - 1 of its warp; lane 0 has
+/// no source (its own value, valid = false: y = -1).
+std::string shiftUpSource() {
+  return R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %one = arith.constant 1 : i32
+      %width = arith.constant 32 : i32
+      %v = memref.load %x[%t] : memref<64xf32>
+      %s, %ok = gpu.shuffle up %v, %one, %width : f32
+      %none = arith.constant -1.0 : f32
+      %w = arith.select %ok, %s, %none : f32
+      memref.store %w, %y[%t] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+}
+
+/// A block's tree sum through shared memory: six halving steps in an
+/// scf.for, each ending at a barrier every thread reaches (block-uniform
+/// control flow); thread 0 writes the total.
+std::string treeSumSource() {
+  return R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) workgroup(%s : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c6 = arith.constant 6 : index
+      %c32 = arith.constant 32 : index
+      %v = memref.load %x[%t] : memref<64xf32>
+      memref.store %v, %s[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      scf.for %i = %c0 to %c6 step %c1 {
+        %stride = arith.shrui %c32, %i : index
+        %low = arith.cmpi ult, %t, %stride : index
+        scf.if %low {
+          %o = arith.addi %t, %stride : index
+          %a = memref.load %s[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+          %b = memref.load %s[%o] : memref<64xf32, #gpu.address_space<workgroup>>
+          %sum = arith.addf %a, %b : f32
+          memref.store %sum, %s[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+      }
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        %total = memref.load %s[%c0] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %total, %y[%c0] : memref<64xf32>
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+}
+
+/// A split point only some threads reach: a barrier (or a shuffle) under a
+/// condition that differs between the threads of a block (of a warp).
+std::string divergentSource(const std::string &splitPoint) {
+  return R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %c16 = arith.constant 16 : index
+      %v = memref.load %x[%t] : memref<64xf32>
+      %low = arith.cmpi ult, %t, %c16 : index
+      scf.if %low {
+)mlir" + splitPoint +
+         R"mlir(
+      }
+      memref.store %v, %y[%t] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+}
+
+/// A kernel whose buffers are said 16-byte aligned (as the elementwise
+/// template says of its 128-bit accesses).
+std::string alignedSource() {
+  return R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k7(%x: memref<64xf32> {llvm.align = 16 : i64}, %y: memref<64xf32> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %v = memref.load %x[%t] : memref<64xf32>
+      memref.store %v, %y[%t] : memref<64xf32>
+      gpu.return
+    } loc("planted.kiln":3:1)
+  }
+}
+)mlir";
+}
+
 using Kernel = void (*)(void **, int64_t, int64_t);
 
 /// kernels.emu.so of `source`, opened; null after a failure.
@@ -119,11 +254,13 @@ public:
   /// Runs blocks [0, blocks) on x = 0, 1, 2, ... of `size` elements (with
   /// room behind it, so that an unchecked overrun reads memory that
   /// exists) and returns y.
-  std::vector<float> run(int64_t size = 150, int64_t blocks = 3) {
+  /// `shift` elements into x's storage (a misaligned start for shift 1).
+  std::vector<float> run(int64_t size = 150, int64_t blocks = 3,
+                         int64_t shift = 0) {
     std::vector<float> x(size + 16), y(size, 0.0f);
     for (int64_t i = 0; i < size + 16; ++i)
       x[i] = float(i);
-    void *buffers[] = {x.data(), y.data()};
+    void *buffers[] = {x.data() + shift, y.data()};
     kernel(buffers, 0, blocks);
     return y;
   }
@@ -182,6 +319,75 @@ TEST(GpuEmulator, CheckedModeTrapsAMissingBarrier) {
   EXPECT_DEATH(planted.run(128, 2),
                "GPU emulator: kernel kiln_k7: shared-memory race(.|\n)*"
                "missing gpu.barrier(.|\n)*planted.kiln\":19:7");
+}
+
+TEST(GpuEmulator, WarpShufflesReadTheirWarpsLanes) {
+  // Each warp's lanes meet at each shuffle: every lane holds its warp's
+  // sum, 0 + ... + 31 and 32 + ... + 63, whatever order the lanes run in.
+  for (bool checked : {false, true}) {
+    SCOPED_TRACE(checked ? "checked" : "unchecked");
+    EmulatedKernel butterfly(butterflySource(), checked);
+    ASSERT_TRUE(butterfly.kernel);
+    std::vector<float> y = butterfly.run(64, 1);
+    for (int i = 0; i < 64; ++i)
+      ASSERT_EQ(y[i], i < 32 ? 496.0f : 1520.0f) << "lane " << i;
+    EmulatedKernel shift(shiftUpSource(), checked);
+    ASSERT_TRUE(shift.kernel);
+    y = shift.run(64, 1);
+    for (int i = 0; i < 64; ++i)
+      ASSERT_EQ(y[i], i % 32 == 0 ? -1.0f : float(i - 1)) << "lane " << i;
+  }
+}
+
+TEST(GpuEmulator, BarriersInBlockUniformLoops) {
+  // The scf.for around the barrier runs once for the block, its body's
+  // segments as loops over the threads; the checked build sees no race.
+  for (bool checked : {false, true}) {
+    SCOPED_TRACE(checked ? "checked" : "unchecked");
+    EmulatedKernel tree(treeSumSource(), checked);
+    ASSERT_TRUE(tree.kernel);
+    std::vector<float> y = tree.run(64, 1);
+    EXPECT_EQ(y[0], 2016.0f);
+  }
+}
+
+TEST(GpuEmulator, CheckedModeTrapsADivergentBarrier) {
+  // Threads 0-15 reach the barrier, 16-63 do not: on a GPU the block
+  // hangs or worse. The checked build compares every thread's condition
+  // with the first's and names the barrier's line.
+  EmulatedKernel planted(
+      divergentSource("        gpu.barrier loc(\"planted.kiln\":31:9)"),
+      /*checked=*/true);
+  ASSERT_TRUE(planted.kernel);
+  EXPECT_DEATH(planted.run(64, 1),
+               "GPU emulator: kernel kiln_k7: divergent barrier(.|\n)*"
+               "planted.kiln\":31:9");
+}
+
+TEST(GpuEmulator, CheckedModeTrapsADivergentShuffle) {
+  EmulatedKernel planted(
+      divergentSource("        %one = arith.constant 1 : i32\n"
+                      "        %width = arith.constant 32 : i32\n"
+                      "        %s, %ok = gpu.shuffle xor %v, %one, %width : "
+                      "f32 loc(\"planted.kiln\":32:11)"),
+      /*checked=*/true);
+  ASSERT_TRUE(planted.kernel);
+  EXPECT_DEATH(planted.run(64, 1),
+               "GPU emulator: kernel kiln_k7: divergent shuffle(.|\n)*"
+               "planted.kiln\":32:11");
+}
+
+TEST(GpuEmulator, CheckedModeTrapsAMisalignedVectorAccess) {
+  EmulatedKernel aligned(alignedSource(), /*checked=*/true);
+  ASSERT_TRUE(aligned.kernel);
+  // From an aligned start it runs (std::vector's storage is 16-byte
+  // aligned); one element in, the 128-bit accesses it promises would fault
+  // or split on a GPU.
+  std::vector<float> y = aligned.run(64, 1);
+  EXPECT_EQ(y[63], 63.0f);
+  EXPECT_DEATH(aligned.run(64, 1, /*shift=*/1),
+               "GPU emulator: kernel kiln_k7: misaligned vector access: "
+               "buffer argument 0(.|\n)*planted.kiln\":3:1");
 }
 
 } // namespace

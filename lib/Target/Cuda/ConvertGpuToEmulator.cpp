@@ -1,14 +1,16 @@
 //===- ConvertGpuToEmulator.cpp - GPU kernels as host kernels -------------===//
 //
 // Part of Kiln. --convert-gpu-to-emulator (Passes.td): blocks as a parallel
-// loop, a block's threads as a loop, like PoCL's work-item loops for
-// kernels without barriers.
+// loop, a block's threads as loops split at barriers and shuffles
+// (EmulateBlock.cpp), and the checked build's reports.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/Cuda/CudaTarget.h"
+
+#include "EmulateBlock.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -17,7 +19,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/MapVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CONVERTGPUTOEMULATOR
@@ -70,24 +71,18 @@ std::optional<int64_t> getOneDimensionalSize(DenseI32ArrayAttr size) {
   return size[0];
 }
 
-/// Why `func` cannot be emulated, or an empty string. Barriers are split
-/// points when they are top-level ops of the kernel (every thread of a
-/// block reaches them); warp-level operations are not emulated yet.
+/// Why `func` cannot be emulated, or an empty string. Barriers and
+/// shuffles are split points (EmulateBlock.cpp); the reductions that MLIR
+/// expands into shuffles are expanded before they reach the emulator.
 std::string findUnemulatedFeature(gpu::GPUFuncOp func) {
   if (!func.getPrivateAttributions().empty())
     return "private memory";
   if (!func.getBody().hasOneBlock())
     return "unstructured control flow";
   std::string feature;
-  Block *top = &func.getBody().front();
   func.walk([&](Operation *op) {
-    if (isa<gpu::ShuffleOp, gpu::SubgroupReduceOp, gpu::AllReduceOp,
-            gpu::LaneIdOp, gpu::SubgroupIdOp>(op)) {
+    if (isa<gpu::SubgroupReduceOp, gpu::AllReduceOp>(op)) {
       feature = op->getName().getStringRef().str();
-      return WalkResult::interrupt();
-    }
-    if (isa<gpu::BarrierOp>(op) && op->getBlock() != top) {
-      feature = "gpu.barrier inside control flow";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -95,123 +90,47 @@ std::string findUnemulatedFeature(gpu::GPUFuncOp func) {
   return feature;
 }
 
-/// The top-level ops of `source` (without its terminator), cut at its
-/// barriers: the threads of a block run one segment after the other.
-SmallVector<SmallVector<Operation *>> splitAtBarriers(Block &source) {
-  SmallVector<SmallVector<Operation *>> segments(1);
-  for (Operation &op : source.without_terminator()) {
-    if (isa<gpu::BarrierOp>(op))
-      segments.emplace_back();
-    else
-      segments.back().push_back(&op);
-  }
-  return segments;
-}
-
-/// The row-major element index of `indices` into a memref of `type`.
-Value linearize(OpBuilder &b, Location loc, MemRefType type,
-                ValueRange indices) {
-  Value linear = arith::ConstantIndexOp::create(b, loc, 0);
-  for (auto [dim, index] : llvm::zip(type.getShape(), indices)) {
-    linear = arith::MulIOp::create(b, loc, linear,
-                                   arith::ConstantIndexOp::create(b, loc, dim));
-    linear = arith::AddIOp::create(b, loc, linear, index);
-  }
-  return linear;
-}
-
-/// Who last wrote and read each word of a block's shared buffer, and in
-/// which segment (between which barriers): a race is two threads touching
-/// a word in one segment, one of them writing.
-struct SharedShadow {
-  Value writer, writerSegment, reader, readerSegment;
-};
-
-/// Instruments the accesses to shared buffers in `region` (segment
-/// `segment`, thread `thread`): a failed check is a cf.assert naming the
-/// access's location, turned into a report on stderr later.
-void checkSharedAccesses(Region &region, int64_t segment, Value thread,
-                         const llvm::DenseMap<Value, SharedShadow> &shadows) {
-  region.walk([&](Operation *op) {
-    Value memref;
-    ValueRange indices;
-    bool store = false;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      memref = load.getMemRef();
-      indices = load.getIndices();
-    } else if (auto write = dyn_cast<memref::StoreOp>(op)) {
-      memref = write.getMemRef();
-      indices = write.getIndices();
-      store = true;
-    } else {
-      return;
-    }
-    auto found = shadows.find(memref);
-    if (found == shadows.end())
-      return;
-    const SharedShadow &shadow = found->second;
-    OpBuilder b(op);
-    Location loc = op->getLoc();
-    Value word = linearize(b, loc, cast<MemRefType>(memref.getType()), indices);
-    Value here = arith::ConstantIntOp::create(b, loc, b.getI64Type(), segment);
-    Value self = arith::IndexCastOp::create(b, loc, b.getI64Type(), thread);
-    auto otherIn = [&](Value who, Value when) {
-      Value someone = memref::LoadOp::create(b, loc, who, ValueRange{word});
-      Value at = memref::LoadOp::create(b, loc, when, ValueRange{word});
-      return arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, at, here),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, someone,
-                                self));
-    };
-    Value race = otherIn(shadow.writer, shadow.writerSegment);
-    if (store)
-      race = arith::OrIOp::create(b, loc, race,
-                                  otherIn(shadow.reader, shadow.readerSegment));
-    Value fine = arith::XOrIOp::create(
-        b, loc, race, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+/// Checked: each buffer argument `func` says is `llvm.align`-aligned (its
+/// threads' 128-bit accesses rely on it) starts at such an address.
+void checkAlignedArguments(OpBuilder &b, gpu::GPUFuncOp func,
+                           ValueRange arguments) {
+  Location loc = func.getLoc();
+  for (auto [index, argument] : llvm::enumerate(arguments)) {
+    auto align = func.getArgAttrOfType<IntegerAttr>(
+        index, LLVM::LLVMDialect::getAlignAttrName());
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!align || !type || align.getInt() <= 1)
+      continue;
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, argument);
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, argument);
+    int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+    Value start = arith::AddIOp::create(
+        b, loc, address,
+        arith::MulIOp::create(
+            b, loc, metadata.getOffset(),
+            arith::ConstantIndexOp::create(b, loc, elementBytes)));
+    Value misalignment = arith::RemUIOp::create(
+        b, loc, start, arith::ConstantIndexOp::create(b, loc, align.getInt()));
+    Value aligned =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment,
+                              arith::ConstantIndexOp::create(b, loc, 0));
     std::string where;
     llvm::raw_string_ostream os(where);
     loc.print(os);
-    cf::AssertOp::create(b, loc, fine,
-                         "shared-memory race: another thread of the block " +
-                             std::string(store ? "reads or writes" : "writes") +
-                             " this word between the same barriers (a missing "
-                             "gpu.barrier?)\n" +
-                             op->getName().getStringRef().str() +
-                             "\nLocation: " + where);
-    Value who = store ? shadow.writer : shadow.reader;
-    Value when = store ? shadow.writerSegment : shadow.readerSegment;
-    memref::StoreOp::create(b, loc, self, who, ValueRange{word});
-    memref::StoreOp::create(b, loc, here, when, ValueRange{word});
-  });
-}
-
-/// Maps the launch ids of `op` to the loops' indices and sizes (x) and to
-/// those of a one-dimensional launch (y, z); false for any other op.
-bool mapLaunchId(Operation &op, IRMapping &mapping, Value blockId,
-                 Value threadId, Value blockSize, Value gridSize, Value zero,
-                 Value one) {
-  auto pick = [&](gpu::Dimension dim, Value x, Value other) {
-    return dim == gpu::Dimension::x ? x : other;
-  };
-  if (auto id = dyn_cast<gpu::BlockIdOp>(op))
-    mapping.map(id.getResult(), pick(id.getDimension(), blockId, zero));
-  else if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
-    mapping.map(id.getResult(), pick(id.getDimension(), threadId, zero));
-  else if (auto dim = dyn_cast<gpu::BlockDimOp>(op))
-    mapping.map(dim.getResult(), pick(dim.getDimension(), blockSize, one));
-  else if (auto dim = dyn_cast<gpu::GridDimOp>(op))
-    mapping.map(dim.getResult(), pick(dim.getDimension(), gridSize, one));
-  else
-    return false;
-  return true;
+    cf::AssertOp::create(
+        b, loc, aligned,
+        "misaligned vector access: buffer argument " + std::to_string(index) +
+            " does not start at a " + std::to_string(align.getInt()) +
+            "-byte boundary, which the kernel's vector loads and stores "
+            "need\nLocation: " +
+            where);
+  }
 }
 
 /// `kernel.func @name` emulating `func` on a grid of `grid` blocks of
-/// `block` threads: blocks in parallel; in a block, its shared buffers,
-/// then each segment between barriers as a loop over the threads, the
-/// values a later segment uses kept per thread.
+/// `block` threads: blocks in parallel, the threads of each as
+/// EmulateBlock.cpp schedules them.
 LogicalResult buildEmulatedKernel(OpBuilder &builder, gpu::GPUFuncOp func,
                                   StringRef name, int64_t grid, int64_t block,
                                   bool checked) {
@@ -227,106 +146,23 @@ LogicalResult buildEmulatedKernel(OpBuilder &builder, gpu::GPUFuncOp func,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value gridSize = arith::ConstantIndexOp::create(b, loc, grid);
-  Value blockSize = arith::ConstantIndexOp::create(b, loc, block);
   auto blocks = scf::ParallelOp::create(b, loc, ValueRange{zero},
                                         ValueRange{gridSize}, ValueRange{one});
   kernel::ReturnOp::create(b, loc);
   OpBuilder inBlock = OpBuilder::atBlockBegin(blocks.getBody());
-  Value blockId = blocks.getInductionVars()[0];
+  // In each block: the kernel's only top-level op is its loop over them.
+  if (checked)
+    checkAlignedArguments(inBlock, func, entry->getArguments());
 
   IRMapping mapping;
-  Block &source = func.getBody().front();
   for (auto [from, to] : llvm::zip(func.getArguments(), entry->getArguments()))
     mapping.map(from, to);
-
-  // Shared memory: one buffer per block (and, checked, its shadows).
-  llvm::DenseMap<Value, SharedShadow> shadows;
-  for (BlockArgument attribution : func.getWorkgroupAttributions()) {
-    auto shared = cast<MemRefType>(attribution.getType());
-    Value buffer = memref::AllocaOp::create(
-        inBlock, loc,
-        MemRefType::get(shared.getShape(), shared.getElementType()));
-    mapping.map(attribution, buffer);
-    if (!checked)
-      continue;
-    auto shadowType =
-        MemRefType::get({shared.getNumElements()}, inBlock.getI64Type());
-    Value none =
-        arith::ConstantIntOp::create(inBlock, loc, inBlock.getI64Type(), -1);
-    SharedShadow shadow;
-    for (Value *slot : {&shadow.writer, &shadow.writerSegment, &shadow.reader,
-                        &shadow.readerSegment}) {
-      *slot = memref::AllocaOp::create(inBlock, loc, shadowType);
-      auto fill = scf::ForOp::create(
-          inBlock, loc, zero,
-          arith::ConstantIndexOp::create(inBlock, loc, shared.getNumElements()),
-          one);
-      OpBuilder inFill(fill.getBody()->getTerminator());
-      memref::StoreOp::create(inFill, loc, none, *slot,
-                              ValueRange{fill.getInductionVar()});
-    }
-    shadows[buffer] = shadow;
-  }
-
-  // The segments, and the values each keeps for later ones.
-  SmallVector<SmallVector<Operation *>> segments = splitAtBarriers(source);
-  llvm::DenseMap<Operation *, unsigned> segmentOf;
-  for (auto [index, segment] : llvm::enumerate(segments))
-    for (Operation *op : segment)
-      segmentOf[op] = index;
-  llvm::MapVector<Value, Value> kept; // Value -> its per-thread storage.
-  for (auto [index, segment] : llvm::enumerate(segments))
-    for (Operation *op : segment)
-      for (Value result : op->getResults())
-        for (Operation *user : result.getUsers()) {
-          Operation *top = source.findAncestorOpInBlock(*user);
-          if (!top || segmentOf.lookup(top) == index || kept.count(result))
-            continue;
-          Type valueType = result.getType();
-          if (!valueType.isIntOrIndexOrFloat()) {
-            return op->emitError()
-                   << "a value of type " << valueType
-                   << " is used across a barrier, which the emulator keeps "
-                      "only for numbers";
-          }
-          kept[result] = memref::AllocaOp::create(
-              inBlock, loc, MemRefType::get({block}, valueType));
-        }
-
-  for (auto [index, segment] : llvm::enumerate(segments)) {
-    auto threads = scf::ForOp::create(inBlock, loc, zero, blockSize, one);
-    Value threadId = threads.getInductionVar();
-    OpBuilder inThread(threads.getBody()->getTerminator());
-    // Values of earlier segments, as this thread left them.
-    for (auto [value, storage] : kept) {
-      Operation *definer = source.findAncestorOpInBlock(*value.getDefiningOp());
-      if (segmentOf.lookup(definer) < index)
-        mapping.map(value, memref::LoadOp::create(inThread, loc, storage,
-                                                  ValueRange{threadId}));
-    }
-    for (Operation *op : segment)
-      if (!mapLaunchId(*op, mapping, blockId, threadId, blockSize, gridSize,
-                       zero, one))
-        inThread.clone(*op, mapping);
-    for (auto [value, storage] : kept)
-      if (segmentOf.lookup(value.getDefiningOp()) == index)
-        memref::StoreOp::create(inThread, loc, mapping.lookup(value), storage,
-                                ValueRange{threadId});
-    if (checked && !shadows.empty())
-      checkSharedAccesses(threads.getRegion(), index, threadId, shadows);
-  }
-  // Nested launch-id ops (inside an scf.if) are not expected from the
-  // templates: they would be left unmapped.
-  WalkResult nested = kernel.walk([&](Operation *op) {
-    if (isa<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp, gpu::GridDimOp>(
-            op)) {
-      op->emitError() << "launch ids are read only at the top of a kernel "
-                         "the emulator runs";
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return failure(nested.wasInterrupted());
+  // A block's buffers (its shared memory, the values its threads keep)
+  // once per call: the blocks of a chunk run one after the other.
+  OpBuilder allocator(blocks);
+  EmulatedBlock emulated{blocks.getInductionVars()[0], block, grid, checked,
+                         &allocator};
+  return emulateBlock(func, inBlock, emulated, mapping);
 }
 
 /// Replaces each cf.assert of the runtime checks by a branch that writes
@@ -382,6 +218,15 @@ struct ConvertGpuToEmulatorPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (checked) {
+      // Bounds checks on the kernels' own accesses (memref.load/store and
+      // views), before the emulator adds its per-thread buffers; the op's
+      // location names the model line.
+      OpPassManager verify(ModuleOp::getOperationName());
+      verify.addPass(createGenerateRuntimeVerificationPass());
+      if (failed(runPipeline(verify, module)))
+        return signalPassFailure();
+    }
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     for (auto gpuModule :
          llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>())) {
@@ -416,15 +261,8 @@ struct ConvertGpuToEmulatorPass
       gpuModule.erase();
     }
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
-    if (!checked)
-      return;
-    // Bounds checks on every access (memref.load/store and views), each
-    // message naming its kernel; the op's location names the model line.
-    OpPassManager verify(ModuleOp::getOperationName());
-    verify.addPass(createGenerateRuntimeVerificationPass());
-    if (failed(runPipeline(verify, module)))
-      return signalPassFailure();
-    reportFailedChecksOnStandardError(module);
+    if (checked)
+      reportFailedChecksOnStandardError(module);
   }
 };
 } // namespace

@@ -1,16 +1,22 @@
 // RUN: kiln-opt %s --split-input-file --convert-gpu-to-emulator -verify-diagnostics
 
-// The emulator splits a block's threads at barriers every thread reaches
-// (top-level ones); a barrier under control flow is refused.
+// The emulator splits a block's threads at barriers and a warp's at
+// shuffles; control flow around them must be scf.if or scf.for.
 module attributes {gpu.container_module} {
   gpu.module @kiln_kernels {
-    // expected-error @+1 {{uses gpu.barrier inside control flow, which the emulator does not run yet}}
     gpu.func @kiln_k0(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      %t = gpu.thread_id x
-      %c32 = arith.constant 32 : index
-      %low = arith.cmpi ult, %t, %c32 : index
-      scf.if %low {
+      %c0 = arith.constant 0 : index
+      // expected-error @+1 {{holds a gpu.barrier or gpu.shuffle, which the emulator runs only inside scf.if and scf.for}}
+      %r = scf.while (%i = %c0) : (index) -> index {
+        %c4 = arith.constant 4 : index
+        %go = arith.cmpi ult, %i, %c4 : index
+        scf.condition(%go) %i : index
+      } do {
+      ^bb0(%j: index):
         gpu.barrier
+        %c1 = arith.constant 1 : index
+        %n = arith.addi %j, %c1 : index
+        scf.yield %n : index
       }
       gpu.return
     }
@@ -21,13 +27,24 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @kiln_kernels {
-    // expected-error @+1 {{uses gpu.shuffle, which the emulator does not run yet}}
     gpu.func @kiln_k0(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
       %c0 = arith.constant 0 : index
       %v = memref.load %x[%c0] : memref<64xf32>
       %c1 = arith.constant 1 : i32
-      %c32 = arith.constant 32 : i32
-      %s, %ok = gpu.shuffle xor %v, %c1, %c32 : f32
+      %c16 = arith.constant 16 : i32
+      // expected-error @+1 {{the emulator runs gpu.shuffle over whole warps: its width must be the constant 32}}
+      %s, %ok = gpu.shuffle xor %v, %c1, %c16 : f32
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    // expected-error @+1 {{the emulator runs blocks of whole warps (32 threads), got 48}}
+    gpu.func @kiln_k0(%x: memref<64xf32>) kernel attributes {known_block_size = array<i32: 48, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
       gpu.return
     }
   }
