@@ -80,8 +80,10 @@ writeCudaKernels(ModuleOp module,
       return failure();
     TimingScope building = timing.nest("GPU emulator (kernels.emu.so)");
     std::string bytes;
+    HostTargetOptions emulatorHost = options.host;
+    emulatorHost.aggressive = false;
     if (failed(buildKernelsSharedObject(*emulated, pathOf("kernels.emu.so"),
-                                        options.host, &building, &bytes)))
+                                        emulatorHost, &building, &bytes)))
       return failure();
     planOptions.emulatorHash = hashBytes(bytes.data(), bytes.size());
   }

@@ -112,11 +112,14 @@ createTargetMachine(const kiln::HostTargetOptions &options,
       llvm::CodeGenOptLevel::Aggressive));
 }
 
-/// -O3 with loop and SLP vectorization.
-static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+/// -O3 with loop and SLP vectorization when `aggressive`, else -O2 with
+/// them and without unrolling (HostTargetOptions).
+static void optimize(llvm::Module &module, llvm::TargetMachine &machine,
+                     bool aggressive) {
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = aggressive;
   llvm::PassBuilder builder(&machine, tuning);
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
@@ -127,8 +130,8 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
-  llvm::ModulePassManager passes =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(
+      aggressive ? llvm::OptimizationLevel::O3 : llvm::OptimizationLevel::O2);
   passes.run(module, modules);
 }
 
@@ -180,7 +183,7 @@ kiln::buildHostLLVMModule(ModuleOp kernelModule, llvm::LLVMContext &context,
       translateKernels(kernelModule, context, *machine);
   if (failed(module))
     return failure();
-  optimize(**module, *machine);
+  optimize(**module, *machine, options.aggressive);
   return module;
 }
 
@@ -327,7 +330,9 @@ LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
       return failure();
   std::vector<std::string> errors(parts.size());
   {
-    TimingScope compiling = parent.nest("optimize (-O3) and emit objects");
+    TimingScope compiling =
+        parent.nest(options.aggressive ? "optimize (-O3) and emit objects"
+                                       : "optimize (-O2) and emit objects");
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i = next++; i < parts.size(); i = next++) {
@@ -346,7 +351,7 @@ LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
           errors[i] = "no x86-64 target machine: " + machineError;
           continue;
         }
-        optimize(**part, *partMachine);
+        optimize(**part, *partMachine, options.aggressive);
         llvm::raw_fd_ostream stream(objects[i].fd, /*shouldClose=*/true);
         if (!emitObject(**part, *partMachine, stream))
           errors[i] = "the x86-64 target cannot emit objects";
