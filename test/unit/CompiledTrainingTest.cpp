@@ -292,7 +292,8 @@ protected:
 
   /// Compiles a copy of `module` into a temporary artifact directory, for
   /// `target` (cuda: sm_90, with its GPU emulator).
-  std::string compile(ModuleOp module, TargetKind target = TargetKind::Cpu) {
+  std::string compile(ModuleOp module, TargetKind target = TargetKind::Cpu,
+                      bool checkedEmulator = false) {
     OwningOpRef<ModuleOp> copy = cast<ModuleOp>(module->clone());
     PassManager pm(&context);
     CompileOptions options;
@@ -305,6 +306,7 @@ protected:
     directories.push_back(std::string(directory));
     ArtifactOptions artifactOptions;
     artifactOptions.target = target;
+    artifactOptions.checkedEmulator = checkedEmulator;
     EXPECT_TRUE(succeeded(writeArtifact(*copy, directory, artifactOptions)));
     return std::string(directory);
   }
@@ -599,9 +601,10 @@ NamedTensors syntheticValues(func::FuncOp function,
 
 /// The examples' kernels for cuda, run by the GPU emulator (kernels.emu.so,
 /// the reference GEMM), against the cpu target from the same parameters
-/// and batch: the gradients of one step (accumulate_step's accumulators)
-/// per tensor within 1e-5, every parameter and state after ten AdamW steps
-/// within 1e-4, and each step's loss within 1e-5 (relative).
+/// and batch: the gradients of one step (accumulate_step's accumulators,
+/// through the checked emulator) per tensor within 1e-5, every parameter and
+/// state after ten AdamW steps within 1e-4, and each step's loss within 1e-5
+/// (relative).
 class CudaEmulatorTest : public CompiledTrainingTest {};
 
 TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
@@ -616,7 +619,10 @@ TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
     std::set<std::string> inputs;
     NamedTensors values = syntheticValues(step, inputs);
     std::string cpuDirectory = compile(*module);
-    std::string cudaDirectory = compile(*module, TargetKind::Cuda);
+    // The gradient step runs the checked build: a race, a divergent
+    // barrier or shuffle, or an access outside a buffer stops the test.
+    std::string cudaDirectory =
+        compile(*module, TargetKind::Cuda, /*checkedEmulator=*/accumulate != 0);
     ASSERT_FALSE(HasFailure());
     CompiledSession cpu(cpuDirectory, 2);
     CompiledSession emulated(cudaDirectory, 2, "cuda-emulator");

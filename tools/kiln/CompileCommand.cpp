@@ -439,15 +439,15 @@ int kiln::cli::runCompile() {
     if (mlir::failed(
             kiln::writeArtifact(*model->module, compileOutput, options)))
       return 1;
-    // The slow path, said: kernels that are not elementwise run a row (or
-    // their whole range) per thread until their templates exist.
+    // The slow path, said: kernels neither template takes run an
+    // iteration of their range (or all of it) per thread.
     if (templates.perIteration)
       WithColor::note(errs(), "kiln")
           << templates.perIteration << " of " << templates.kernels
           << " GPU kernels run one thread per iteration of their range (a "
-             "row, a column block, or all of a sequential kernel): the "
-             "row, column and transpose templates are not built yet "
-             "(docs/cuda.md)\n";
+             "column reduction, a scatter, a scalar kernel, or rows the "
+             "row template cannot spread): the column and transpose "
+             "templates are not built yet (docs/cuda.md)\n";
     return 0;
   }
 

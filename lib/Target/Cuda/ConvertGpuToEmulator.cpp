@@ -11,6 +11,7 @@
 #include "kiln/Target/Cuda/CudaTarget.h"
 
 #include "EmulateBlock.h"
+#include "RowTemplate.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -39,7 +40,8 @@ GpuTemplateCounts kiln::countGpuTemplates(ModuleOp gpuModule) {
     if (!func.isKernel())
       return;
     ++counts.kernels;
-    counts.perIteration += !func->hasAttr(kElementwiseAttr);
+    counts.perIteration +=
+        !func->hasAttr(kElementwiseAttr) && !func->hasAttr(kRowTemplateAttr);
   });
   return counts;
 }

@@ -1,7 +1,8 @@
 //===- ConvertKernelToGpu.cpp - Kernels onto GPU blocks and threads -------===//
 //
-// Part of Kiln. --convert-kernel-to-gpu: the elementwise template, one
-// iteration of a kernel's range per thread (Passes.td).
+// Part of Kiln. --convert-kernel-to-gpu (Passes.td): the elementwise
+// template, the row template (RowTemplate.cpp), else one iteration of a
+// kernel's range per thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,8 @@
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/RestrictToChunk.h"
+
+#include "RowTemplate.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -62,6 +65,8 @@ struct Kernel {
   /// Whether every launch passes it distinct buffers (no two arguments
   /// views of one root), so that its arguments never alias.
   bool distinctBuffers = false;
+  /// A group of threads per iteration of the range (RowTemplate.h).
+  std::optional<RowPlan> row;
 };
 
 /// For each kernel, whether every launch of it passes distinct buffers: two
@@ -336,7 +341,7 @@ struct ConvertKernelToGpuPass
       if (isa<kernel::EntryOp>(op))
         op.erase();
 
-    SmallVector<Kernel> kernels;
+    SmallVector<Kernel, 0> kernels;
     for (auto kernel :
          llvm::make_early_inc_range(module.getOps<kernel::FuncOp>())) {
       std::string name = kernel.getExportedSymbol();
@@ -345,7 +350,8 @@ struct ConvertKernelToGpuPass
       bool distinctBuffers = distinct.lookup(kernel.getSymNameAttr());
       func::FuncOp body = outlineKernelBody(kernel, name + "_body");
       kernel.erase();
-      kernels.push_back({name, range, body, loc, {}, 1, distinctBuffers});
+      kernels.push_back(
+          {name, range, body, loc, {}, 1, distinctBuffers, std::nullopt});
     }
 
     // linalg → loops; then a thread per element of elementwise loops, or a
@@ -358,7 +364,15 @@ struct ConvertKernelToGpuPass
     for (Kernel &kernel : kernels) {
       kernel.loops = getElementwiseLoops(kernel.body);
       kernel.width = getVectorWidth(kernel, vectorBytes);
-      if (kernel.loops.empty() &&
+      // A loop inside a row (or a sequential kernel) is spread over a
+      // group of threads where the row template can take it.
+      if (kernel.loops.empty() || hasNestedLoop(kernel)) {
+        kernel.row = planRowKernel(kernel.body, kernel.range, block,
+                                   kernel.distinctBuffers);
+        if (kernel.row)
+          kernel.loops.clear();
+      }
+      if (kernel.loops.empty() && !kernel.row &&
           failed(restrictToChunk(kernel.body, kernel.range)))
         return signalPassFailure();
     }
@@ -370,9 +384,14 @@ struct ConvertKernelToGpuPass
         gpu::GPUModuleOp::create(builder, module.getLoc(), "kiln_kernels");
     builder.setInsertionPointToStart(gpuModule.getBody());
     for (Kernel &kernel : kernels) {
-      int64_t threads = getThreadCount(kernel);
-      buildGpuKernel(builder, kernel, threads,
-                     getLaunchShape(threads, blockSize, warpSize));
+      if (kernel.row) {
+        buildRowKernel(builder, kernel.name, kernel.loc, kernel.body,
+                       *kernel.row);
+      } else {
+        int64_t threads = getThreadCount(kernel);
+        buildGpuKernel(builder, kernel, threads,
+                       getLaunchShape(threads, blockSize, warpSize));
+      }
       kernel.body.erase();
     }
   }

@@ -46,8 +46,10 @@ kernel.entry @predict(%x: memref<4x128xf32> {kernel.kind = #kernel.kind<input>, 
 
 // -----
 
-// A row kernel (a sum per row, in order): a thread per row, the row's loop
-// inside it; a range smaller than a block takes one block of whole warps.
+// A row kernel (a sum per row) with no launch to show its buffers
+// distinct: the row template cannot rule out aliasing, so a thread per
+// row, the row's loop inside it; a range smaller than a block takes one
+// block of whole warps.
 // CHECK-LABEL: gpu.func @kiln_rows
 // CHECK-SAME: known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
 // CHECK: %[[I:.*]] = arith.addi
@@ -154,5 +156,126 @@ kernel.func @scalar(%x: memref<f32>, %y: memref<f32>) attributes {range = 1 : i6
   %v = memref.load %x[] : memref<f32>
   %w = arith.addf %v, %v : f32
   memref.store %w, %y[] : memref<f32>
+  kernel.return
+}
+
+// -----
+
+// The row template, where every launch passes distinct buffers: a warp
+// per row (rows of at most 1024 elements), eight rows to a block of 256
+// threads. Lane l takes elements l, l + 32, ... of the row; its partial
+// sum is combined over the warp by five xor shuffles and lane 0's result
+// broadcast, so that every lane holds the same bits; the row's own store
+// is lane 0's.
+// CHECK-LABEL: gpu.func @kiln_row_sums
+// CHECK-SAME: kiln.row = "warp", known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 2, 1, 1>
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: %[[WARP:.*]] = arith.divui %[[T]], %c32
+// CHECK: %[[ROW:.*]] = arith.addi %{{.*}}, %[[WARP]]
+// CHECK: %[[FIRST:.*]] = arith.addi %c0{{.*}}, %[[LANE]]
+// CHECK: scf.for %[[J:.*]] = %[[FIRST]] to %c100{{.*}} step %c32{{.*}} iter_args
+// CHECK: memref.load %arg0[%[[ROW]], %[[J]]]
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32
+// CHECK: gpu.shuffle  idx %{{.*}}, %c0_i32, %c32_i32
+// CHECK: arith.cmpi eq, %[[LANE]], %c0
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %arg1[%[[ROW]]]
+kernel.func @row_sums(%x: memref<16x100xf32>, %y: memref<16xf32>) attributes {range = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c100 = arith.constant 100 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%r) = (%c0) to (%c16) step (%c1) {
+    %s = scf.for %j = %c0 to %c100 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<16x100xf32>
+      %n = arith.addf %acc, %v : f32
+      scf.yield %n : f32
+    }
+    memref.store %s, %y[%r] : memref<16xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<16x100xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %y: memref<16xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @row_sums(%x, %y) : memref<16x100xf32>, memref<16xf32>
+  kernel.return
+}
+
+// -----
+
+// A sequential kernel (range 1) summing 2048 elements is one row of one
+// block: 256 threads take every 256th element, each warp's sum goes to a
+// word of shared memory, and after the barrier every thread adds the
+// eight words in warp order.
+// CHECK-LABEL: gpu.func @kiln_total
+// CHECK-SAME: workgroup(%[[S:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: kiln.row = "block", known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2048{{.*}} step %c256
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: gpu.shuffle  idx
+// CHECK: memref.store %{{.*}}, %[[S]][%{{.*}}]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[S]][%c0
+// CHECK: memref.load %[[S]][%c7
+// CHECK: arith.divf
+kernel.func @total(%x: memref<2048xf32>, %y: memref<f32>) attributes {range = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2048 = arith.constant 2048 : index
+  %zero = arith.constant 0.0 : f32
+  %count = arith.constant 2048.0 : f32
+  %s = scf.for %j = %c0 to %c2048 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %x[%j] : memref<2048xf32>
+    %n = arith.addf %acc, %v : f32
+    scf.yield %n : f32
+  }
+  %mean = arith.divf %s, %count : f32
+  memref.store %mean, %y[] : memref<f32>
+  kernel.return
+}
+kernel.entry @predict(%x: memref<2048xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %y: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @total(%x, %y) : memref<2048xf32>, memref<f32>
+  kernel.return
+}
+
+// -----
+
+// A row that reads back what it wrote at another position (y[r, 99 - j]
+// after y[r, j]) would read other threads' elements: the row template
+// refuses it, and a thread takes the row.
+// CHECK-LABEL: gpu.func @kiln_reversed
+// CHECK-NOT: kiln.row
+// CHECK-SAME: known_block_size = array<i32: 32, 1, 1>
+kernel.func @reversed(%x: memref<4x100xf32>, %y: memref<4x100xf32>) attributes {range = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c99 = arith.constant 99 : index
+  %c100 = arith.constant 100 : index
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    scf.for %j = %c0 to %c100 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<4x100xf32>
+      memref.store %v, %y[%r, %j] : memref<4x100xf32>
+    }
+    scf.for %j = %c0 to %c100 step %c1 {
+      %k = arith.subi %c99, %j : index
+      %v = memref.load %y[%r, %k] : memref<4x100xf32>
+      memref.store %v, %x[%r, %j] : memref<4x100xf32>
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<4x100xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %y: memref<4x100xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @reversed(%x, %y) : memref<4x100xf32>, memref<4x100xf32>
   kernel.return
 }

@@ -1,0 +1,747 @@
+//===- RowTemplate.cpp - A warp or a block per row ------------------------===//
+//
+// Part of Kiln. The row template (RowTemplate.h): softmax, layer_norm,
+// cross_entropy, their gradients, embedding rows and the sequential
+// kernels (a whole kernel of range 1 is one row of one block).
+//
+// Each scf.for over [0, n) of a row becomes `for i = member; i < n;
+// i += group` on the group's threads; each value it carries starts at the
+// reduction's identity on every thread, and after the loop the threads'
+// partial values are combined: a butterfly of gpu.shuffle xor within each
+// warp, lane 0's result broadcast to the warp (so every lane holds the same
+// bits), and for a block the warps' results through shared memory, read
+// back by every thread in warp order. The sums are in a fixed order, so a
+// run repeats bit for bit, but not in the cpu target's index order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowTemplate.h"
+
+#include "EmulateBlock.h"
+
+#include "kiln/Dialect/Kernel/IR/KernelDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+/// Rows of at most this many elements take a warp (up to 32 per lane).
+constexpr int64_t kWarpRowLimit = 1024;
+
+/// How a loop's carried value combines one element into it.
+enum class Combine { AddF, SubF, MulF, StdMax, MaximumF, MinimumF, AddI };
+
+/// The reduction carried in `loop`'s `index`-th value, when its only uses
+/// are one combining op whose only use is the loop's yield.
+std::optional<Combine> matchReduction(scf::ForOp loop, unsigned index) {
+  BlockArgument carried = loop.getRegionIterArg(index);
+  Value yielded = loop.getYieldedValues()[index];
+  Operation *combiner = yielded.getDefiningOp();
+  if (!combiner || combiner->getBlock() != loop.getBody() ||
+      !yielded.hasOneUse())
+    return std::nullopt;
+  Type type = carried.getType();
+  bool wide =
+      type.isF32() || type.isF64() || type.isInteger(32) || type.isInteger(64);
+  if (!wide)
+    return std::nullopt;
+  // kb::stdMax: select(acc < x, x, acc).
+  if (auto select = dyn_cast<arith::SelectOp>(combiner)) {
+    auto less = select.getCondition().getDefiningOp<arith::CmpFOp>();
+    if (less && less.getPredicate() == arith::CmpFPredicate::OLT &&
+        less.getLhs() == carried && select.getFalseValue() == carried &&
+        select.getTrueValue() == less.getRhs() && less->hasOneUse() &&
+        llvm::all_of(carried.getUsers(), [&](Operation *user) {
+          return user == less || user == select;
+        }))
+      return Combine::StdMax;
+    return std::nullopt;
+  }
+  if (!carried.hasOneUse() || combiner->getNumOperands() != 2)
+    return std::nullopt;
+  bool first = combiner->getOperand(0) == carried;
+  if (isa<arith::SubFOp>(combiner))
+    return first ? std::optional(Combine::SubF) : std::nullopt;
+  if (isa<arith::AddFOp>(combiner))
+    return Combine::AddF;
+  if (isa<arith::MulFOp>(combiner))
+    return Combine::MulF;
+  if (isa<arith::MaximumFOp>(combiner))
+    return Combine::MaximumF;
+  if (isa<arith::MinimumFOp>(combiner))
+    return Combine::MinimumF;
+  if (isa<arith::AddIOp>(combiner))
+    return Combine::AddI;
+  return std::nullopt;
+}
+
+/// The value a thread's partial result starts from.
+Value getIdentity(OpBuilder &b, Location loc, Combine kind, Type type) {
+  if (kind == Combine::AddI)
+    return arith::ConstantIntOp::create(b, loc, type, 0);
+  auto floatType = cast<FloatType>(type);
+  const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+  llvm::APFloat value = llvm::APFloat::getZero(semantics);
+  if (kind == Combine::MulF)
+    value = llvm::APFloat::getOne(semantics);
+  else if (kind == Combine::StdMax || kind == Combine::MaximumF)
+    value = llvm::APFloat::getInf(semantics, /*Negative=*/true);
+  else if (kind == Combine::MinimumF)
+    value = llvm::APFloat::getInf(semantics, /*Negative=*/false);
+  return arith::ConstantOp::create(b, loc, type,
+                                   b.getFloatAttr(floatType, value));
+}
+
+/// Two partial results as one (a SubF's partials are negated sums: they
+/// add).
+Value combine(OpBuilder &b, Location loc, Combine kind, Value lhs, Value rhs) {
+  switch (kind) {
+  case Combine::AddF:
+  case Combine::SubF:
+    return arith::AddFOp::create(b, loc, lhs, rhs);
+  case Combine::MulF:
+    return arith::MulFOp::create(b, loc, lhs, rhs);
+  case Combine::StdMax: {
+    Value less =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, lhs, rhs);
+    return arith::SelectOp::create(b, loc, less, rhs, lhs);
+  }
+  case Combine::MaximumF:
+    return arith::MaximumFOp::create(b, loc, lhs, rhs);
+  case Combine::MinimumF:
+    return arith::MinimumFOp::create(b, loc, lhs, rhs);
+  case Combine::AddI:
+    return arith::AddIOp::create(b, loc, lhs, rhs);
+  }
+  llvm_unreachable("every combine kind is handled");
+}
+
+/// At most how many iterations `loop` runs: its constant bounds, or an
+/// upper bound min(lower + k, c) (a block of a range, k of them) or
+/// min(x, c) above a constant lower bound.
+std::optional<int64_t> getMaxTripCount(scf::ForOp loop) {
+  if (getConstantIntValue(loop.getStep()) != 1)
+    return std::nullopt;
+  Value lowerBound = loop.getLowerBound();
+  std::optional<int64_t> lower = getConstantIntValue(lowerBound);
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+  // Index loops here start at zero or above.
+  if (upper)
+    return std::max<int64_t>(*upper - lower.value_or(0), 0);
+  auto min = loop.getUpperBound().getDefiningOp<arith::MinUIOp>();
+  if (!min)
+    return std::nullopt;
+  std::optional<int64_t> count;
+  for (Value side : {min.getLhs(), min.getRhs()}) {
+    std::optional<int64_t> bound;
+    if (std::optional<int64_t> constant = getConstantIntValue(side)) {
+      if (lower)
+        bound = std::max<int64_t>(*constant - *lower, 0);
+    } else if (auto add = side.getDefiningOp<arith::AddIOp>()) {
+      if (add.getLhs() == lowerBound)
+        bound = getConstantIntValue(add.getRhs());
+      else if (add.getRhs() == lowerBound)
+        bound = getConstantIntValue(add.getLhs());
+    }
+    if (bound)
+      count = count ? std::min(*count, *bound) : *bound;
+  }
+  return count;
+}
+
+bool carriesOnlyReductions(scf::ForOp loop) {
+  for (unsigned i = 0; i < loop.getNumRegionIterArgs(); ++i)
+    if (!matchReduction(loop, i))
+      return false;
+  return true;
+}
+
+/// Sorts the loops of `block` (a row, or a region of an scf.if or of a
+/// loop every thread runs): an innermost loop of two or more iterations
+/// carrying only reductions is spread over the group; a loop holding
+/// loops, or of at most one iteration, runs on every thread and its body
+/// is sorted in turn. False when an op of the row is none of these.
+bool sortRowLoops(Block &block, RowPlan &plan) {
+  for (Operation &op : block.without_terminator()) {
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      bool nested = false;
+      loop.getBody()->walk([&](scf::ForOp) { nested = true; });
+      std::optional<int64_t> trips = getMaxTripCount(loop);
+      if (!nested && trips && *trips >= 2 && carriesOnlyReductions(loop)) {
+        plan.sharedLoops.insert(loop);
+        plan.longestLoop = std::max(plan.longestLoop, *trips);
+        continue;
+      }
+      if ((nested || (trips && *trips <= 1)) &&
+          sortRowLoops(*loop.getBody(), plan))
+        continue;
+      return false;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      for (Region &region : ifOp->getRegions())
+        if (!region.empty() && !sortRowLoops(region.front(), plan))
+          return false;
+      continue;
+    }
+    // A merged sequential kernel's own loops: every thread runs them.
+    if (auto nested = dyn_cast<scf::ParallelOp>(op)) {
+      if (nested.getNumReductions() != 0 ||
+          !sortRowLoops(*nested.getBody(), plan))
+        return false;
+      continue;
+    }
+    if (op.getNumRegions() != 0)
+      return false;
+    // A store, or an atomic whose result nothing reads, on the first
+    // thread; anything else with effects it cannot say is refused.
+    if (!isMemoryEffectFree(&op) && !isa<memref::LoadOp, memref::StoreOp>(op) &&
+        !(isa<memref::AtomicRMWOp>(op) && op.use_empty()))
+      return false;
+  }
+  return true;
+}
+
+Value getAccessedMemref(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return load.getMemRef();
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return store.getMemRef();
+  if (auto atomic = dyn_cast<memref::AtomicRMWOp>(op))
+    return atomic.getMemref();
+  return {};
+}
+
+ValueRange getAccessIndices(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return load.getIndices();
+  return cast<memref::StoreOp>(op).getIndices();
+}
+
+/// The value a load outside the shared loops reads when the same thread
+/// stored it just before, in the same block at the same indices.
+Value findStoredValue(memref::LoadOp load) {
+  Value memref = load.getMemRef();
+  for (Operation *op = load->getPrevNode(); op; op = op->getPrevNode()) {
+    auto store = dyn_cast<memref::StoreOp>(op);
+    if (store && store.getMemRef() == memref &&
+        store.getIndices() == load.getIndices())
+      return store.getValueToStore();
+    bool writes = false;
+    op->walk([&](Operation *nested) {
+      writes |=
+          !isa<memref::LoadOp>(nested) && getAccessedMemref(nested) == memref;
+    });
+    if (writes)
+      return {};
+  }
+  return {};
+}
+
+/// Whether no two threads of a group touch one element of a buffer the
+/// rows write. Each such buffer is either the shared loops' (every access
+/// inside one, with the loop's index at one position: one owner per
+/// element) or the row's own (written outside the shared loops by the
+/// first thread, read back only where that thread just stored it). Fills
+/// `plan.forwarded`.
+bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
+  llvm::DenseSet<Value> written;
+  bool unknown = false;
+  for (Block *row : rows)
+    row->walk([&](Operation *op) {
+      Value memref = getAccessedMemref(op);
+      if (!memref) {
+        if (!isMemoryEffectFree(op) &&
+            !isa<scf::ForOp, scf::IfOp, scf::ParallelOp, scf::YieldOp,
+                 scf::ReduceOp>(op))
+          unknown = true;
+        return;
+      }
+      // Accesses through views would need their offsets: only the
+      // kernel's own buffers.
+      auto argument = dyn_cast<BlockArgument>(memref);
+      if (!argument || argument.getOwner() != &kernel)
+        unknown = true;
+      if (!isa<memref::LoadOp>(op))
+        written.insert(memref);
+    });
+  if (unknown)
+    return false;
+  // Per buffer: the owner position of the shared loops' accesses, or
+  // kRowOwned.
+  constexpr unsigned kRowOwned = ~0u;
+  llvm::DenseMap<Value, unsigned> owner;
+  auto claim = [&](Value memref, unsigned position) {
+    auto [it, inserted] = owner.try_emplace(memref, position);
+    return inserted || it->second == position;
+  };
+  for (Block *row : rows) {
+    WalkResult result = row->walk([&](Operation *op) {
+      Value memref = getAccessedMemref(op);
+      if (!memref || !written.count(memref) || isa<memref::AtomicRMWOp>(op))
+        return WalkResult::advance();
+      scf::ForOp loop;
+      for (Operation *parent = op->getParentOp(); parent && !loop;
+           parent = parent->getParentOp())
+        if (plan.sharedLoops.count(parent))
+          loop = cast<scf::ForOp>(parent);
+      if (!loop) {
+        if (auto load = dyn_cast<memref::LoadOp>(op)) {
+          Value stored = findStoredValue(load);
+          if (!stored)
+            return WalkResult::interrupt();
+          plan.forwarded[op] = stored;
+        }
+        return claim(memref, kRowOwned) ? WalkResult::advance()
+                                        : WalkResult::interrupt();
+      }
+      ValueRange indices = getAccessIndices(op);
+      auto at = llvm::find(indices, loop.getInductionVar());
+      if (at == indices.end() ||
+          !claim(memref, static_cast<unsigned>(at - indices.begin())))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return false;
+  }
+  return true;
+}
+
+/// What the row's threads share while the row is rebuilt.
+struct Group {
+  Value member;
+  int64_t size;
+  Value lane, warp;
+  bool warpPerRow;
+  ArrayRef<BlockArgument> shared;
+  unsigned nextShared = 0;
+  const RowPlan *plan;
+};
+
+Value shuffle(OpBuilder &b, Location loc, gpu::ShuffleMode mode, Value value,
+              int64_t offset) {
+  Value offsetValue =
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
+  Value width =
+      arith::ConstantIntOp::create(b, loc, b.getI32Type(), kEmulatedWarpSize);
+  return gpu::ShuffleOp::create(b, loc, value, offsetValue, width, mode)
+      .getShuffleResult();
+}
+
+/// `partial` combined over the group; every thread gets the same bits.
+Value reduceOverGroup(OpBuilder &b, Location loc, Combine kind, Value partial,
+                      Group &group) {
+  Value value = partial;
+  for (int64_t offset = kEmulatedWarpSize / 2; offset >= 1; offset /= 2)
+    value = combine(b, loc, kind, value,
+                    shuffle(b, loc, gpu::ShuffleMode::XOR, value, offset));
+  value = shuffle(b, loc, gpu::ShuffleMode::IDX, value, 0);
+  if (group.warpPerRow)
+    return value;
+  // A word per warp, then every thread combines them in warp order.
+  BlockArgument buffer = group.shared[group.nextShared++];
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.lane, zero);
+  auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  {
+    OpBuilder inside(ifFirst.thenBlock()->getTerminator());
+    memref::StoreOp::create(inside, loc, value, buffer, ValueRange{group.warp});
+  }
+  gpu::BarrierOp::create(b, loc);
+  int64_t warps = group.size / kEmulatedWarpSize;
+  Value total = memref::LoadOp::create(b, loc, buffer, ValueRange{zero});
+  for (int64_t w = 1; w < warps; ++w)
+    total = combine(b, loc, kind, total,
+                    memref::LoadOp::create(
+                        b, loc, buffer,
+                        ValueRange{arith::ConstantIndexOp::create(b, loc, w)}));
+  return total;
+}
+
+void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group);
+
+/// `loop` over the group's threads, then its reductions combined.
+void emitSharedLoop(scf::ForOp loop, OpBuilder &b, IRMapping &mapping,
+                    Group &group) {
+  Location loc = loop.getLoc();
+  SmallVector<Combine> kinds;
+  SmallVector<Value> identities;
+  for (unsigned i = 0; i < loop.getNumRegionIterArgs(); ++i) {
+    kinds.push_back(*matchReduction(loop, i));
+    identities.push_back(
+        getIdentity(b, loc, kinds.back(), loop.getRegionIterArg(i).getType()));
+  }
+  Value first = arith::AddIOp::create(
+      b, loc, mapping.lookupOrDefault(loop.getLowerBound()), group.member);
+  auto shared = scf::ForOp::create(
+      b, loc, first, mapping.lookupOrDefault(loop.getUpperBound()),
+      arith::ConstantIndexOp::create(b, loc, group.size), identities);
+  {
+    Block *loopBody = shared.getBody();
+    if (!loopBody->empty() &&
+        loopBody->back().hasTrait<OpTrait::IsTerminator>())
+      loopBody->back().erase();
+    OpBuilder inside = OpBuilder::atBlockEnd(loopBody);
+    mapping.map(loop.getInductionVar(), shared.getInductionVar());
+    for (auto [from, to] :
+         llvm::zip(loop.getRegionIterArgs(), shared.getRegionIterArgs()))
+      mapping.map(from, to);
+    for (Operation &op : loop.getBody()->without_terminator())
+      inside.clone(op, mapping);
+    SmallVector<Value> yielded;
+    for (Value value : loop.getYieldedValues())
+      yielded.push_back(mapping.lookup(value));
+    scf::YieldOp::create(inside, loc, yielded);
+  }
+  for (auto [index, kind] : llvm::enumerate(kinds)) {
+    Value total = reduceOverGroup(b, loc, kind, shared.getResult(index), group);
+    Value initial = mapping.lookupOrDefault(loop.getInitArgs()[index]);
+    mapping.map(loop.getResult(index), combine(b, loc, kind, initial, total));
+  }
+}
+
+/// The ops of `source` (a row, or a region of one of its scf.if ops) at
+/// `b` for the group's threads.
+void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
+  for (Operation &op : source.without_terminator()) {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (loop && group.plan->sharedLoops.count(loop)) {
+      emitSharedLoop(loop, b, mapping, group);
+      continue;
+    }
+    if (loop) {
+      // Every thread runs it, the loops inside spread over the group.
+      SmallVector<Value> initial;
+      for (Value value : loop.getInitArgs())
+        initial.push_back(mapping.lookupOrDefault(value));
+      auto rebuilt = scf::ForOp::create(
+          b, loop.getLoc(), mapping.lookupOrDefault(loop.getLowerBound()),
+          mapping.lookupOrDefault(loop.getUpperBound()),
+          mapping.lookupOrDefault(loop.getStep()), initial);
+      Block *body = rebuilt.getBody();
+      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+        body->back().erase();
+      mapping.map(loop.getInductionVar(), rebuilt.getInductionVar());
+      mapping.map(loop.getRegionIterArgs(), rebuilt.getRegionIterArgs());
+      OpBuilder inside = OpBuilder::atBlockEnd(body);
+      emitRow(*loop.getBody(), inside, mapping, group);
+      SmallVector<Value> yielded;
+      for (Value value : loop.getYieldedValues())
+        yielded.push_back(mapping.lookupOrDefault(value));
+      scf::YieldOp::create(inside, loop.getLoc(), yielded);
+      mapping.map(loop.getResults(), rebuilt.getResults());
+      continue;
+    }
+    if (auto nested = dyn_cast<scf::ParallelOp>(op)) {
+      // Its iterations in order on every thread, a loop per dim.
+      OpBuilder::InsertionGuard guard(b);
+      for (auto [index, lower, upper, step] :
+           llvm::enumerate(nested.getLowerBound(), nested.getUpperBound(),
+                           nested.getStep())) {
+        auto dim = scf::ForOp::create(
+            b, nested.getLoc(), mapping.lookupOrDefault(lower),
+            mapping.lookupOrDefault(upper), mapping.lookupOrDefault(step));
+        mapping.map(nested.getInductionVars()[index], dim.getInductionVar());
+        b.setInsertionPoint(dim.getBody()->getTerminator());
+      }
+      emitRow(*nested.getBody(), b, mapping, group);
+      continue;
+    }
+    if (auto forwarded = group.plan->forwarded.find(&op);
+        forwarded != group.plan->forwarded.end()) {
+      mapping.map(op.getResult(0), mapping.lookupOrDefault(forwarded->second));
+      continue;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      bool withElse = !ifOp.getElseRegion().empty();
+      auto rebuilt = scf::IfOp::create(
+          b, ifOp.getLoc(), ifOp.getResultTypes(),
+          mapping.lookupOrDefault(ifOp.getCondition()), withElse);
+      for (auto [from, to] :
+           llvm::zip(ifOp->getRegions(), rebuilt->getRegions())) {
+        if (from.empty())
+          continue;
+        Block &target = to.front();
+        if (!target.empty() && target.back().hasTrait<OpTrait::IsTerminator>())
+          target.back().erase();
+        OpBuilder inside = OpBuilder::atBlockEnd(&target);
+        emitRow(from.front(), inside, mapping, group);
+        SmallVector<Value> yielded;
+        for (Value value : from.front().getTerminator()->getOperands())
+          yielded.push_back(mapping.lookupOrDefault(value));
+        scf::YieldOp::create(inside, ifOp.getLoc(), yielded);
+      }
+      mapping.map(ifOp.getResults(), rebuilt.getResults());
+      continue;
+    }
+    if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op)) {
+      b.clone(op, mapping);
+      continue;
+    }
+    // Stores and atomics of the row itself: once, by its first thread.
+    Location loc = op.getLoc();
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    OpBuilder inside(ifFirst.thenBlock()->getTerminator());
+    inside.clone(op, mapping);
+  }
+}
+} // namespace
+
+/// What `loop` (a top-level loop of a kernel of `range`) does to its rows,
+/// when the template can take it.
+static std::optional<RowPlan::Rows> getRows(scf::ParallelOp loop,
+                                            int64_t range) {
+  RowPlan::Rows rows{loop};
+  if (loop.getNumReductions() != 0)
+    return std::nullopt;
+  for (auto [dim, lower, upper, step] : llvm::enumerate(
+           loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> size = getConstantIntValue(upper);
+    if (getConstantIntValue(lower) != 0 || getConstantIntValue(step) != 1 ||
+        !size || *size < 1)
+      return std::nullopt;
+    if (dim == 0)
+      rows.size = *size;
+    else
+      rows.elements = std::max<int64_t>(rows.elements, 1) * *size;
+  }
+  if (auto offset = loop->getAttrOfType<IntegerAttr>(
+          kernel::KernelDialect::kSegmentOffsetAttr))
+    rows.offset = offset.getInt();
+  else if (rows.size != range)
+    return std::nullopt;
+  if (rows.offset < 0 || rows.offset + rows.size > range)
+    return std::nullopt;
+  // Every iteration of an elementwise loop on a thread of its own.
+  bool nested = false;
+  loop.getBody()->walk([&](LoopLikeOpInterface) { nested = true; });
+  if (rows.elements && nested)
+    return std::nullopt;
+  return rows;
+}
+
+/// Whether no buffer an elementwise row loop touches is written by another
+/// of the kernel's loops or read by another where it writes (its
+/// iterations are independent; the others' threads own other elements).
+static bool haveDisjointBuffers(const RowPlan &plan) {
+  SmallVector<llvm::DenseSet<Value>> reads(plan.rows.size()),
+      writes(plan.rows.size());
+  for (auto [index, rows] : llvm::enumerate(plan.rows))
+    rows.loop->walk([&](Operation *op) {
+      // Views of a buffer are the buffer.
+      Value memref = getAccessedMemref(op);
+      while (memref)
+        if (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+          memref = view.getViewSource();
+        else
+          break;
+      if (memref)
+        (isa<memref::LoadOp>(op) ? reads : writes)[index].insert(memref);
+    });
+  for (auto [i, rows] : llvm::enumerate(plan.rows)) {
+    if (!rows.elements)
+      continue;
+    for (size_t j = 0; j < plan.rows.size(); ++j) {
+      if (i == j)
+        continue;
+      for (Value memref : writes[i])
+        if (reads[j].count(memref) || writes[j].count(memref))
+          return false;
+      for (Value memref : reads[i])
+        if (writes[j].count(memref))
+          return false;
+    }
+  }
+  return true;
+}
+
+std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
+                                           int64_t blockSize,
+                                           bool distinctBuffers) {
+  if (!distinctBuffers || range < 1)
+    return std::nullopt;
+  Block &kernel = body.getBody().front();
+  RowPlan plan;
+  plan.range = range;
+  bool effects = false;
+  for (Operation &op : kernel.without_terminator()) {
+    auto loop = dyn_cast<scf::ParallelOp>(op);
+    if (!loop) {
+      effects |= !isMemoryEffectFree(&op);
+      continue;
+    }
+    std::optional<RowPlan::Rows> rows = getRows(loop, range);
+    if (!rows)
+      return std::nullopt;
+    plan.rows.push_back(*rows);
+  }
+  SmallVector<Block *> rows;
+  for (const RowPlan::Rows &loop : plan.rows) {
+    if (loop.elements)
+      plan.longestLoop = std::max(plan.longestLoop, loop.elements);
+    else
+      rows.push_back(&loop.loop->getRegion(0).front());
+  }
+  if (!plan.rows.empty() && !haveDisjointBuffers(plan))
+    return std::nullopt;
+  if (!plan.rows.empty() && effects)
+    return std::nullopt;
+  // A sequential kernel is one row.
+  if (plan.rows.empty()) {
+    if (range != 1)
+      return std::nullopt;
+    rows.push_back(&kernel);
+  }
+  for (Block *row : rows)
+    if (!sortRowLoops(*row, plan))
+      return std::nullopt;
+  if (plan.longestLoop < 2 || !isThreadPrivate(rows, kernel, plan))
+    return std::nullopt;
+  plan.warpPerRow = range > 1 && plan.longestLoop <= kWarpRowLimit;
+  if (plan.warpPerRow) {
+    plan.rowsPerBlock = std::min(blockSize / kEmulatedWarpSize, range);
+    plan.blockSize = plan.rowsPerBlock * kEmulatedWarpSize;
+    plan.grid = (range + plan.rowsPerBlock - 1) / plan.rowsPerBlock;
+    return plan;
+  }
+  plan.blockSize =
+      std::clamp<int64_t>((plan.longestLoop + kEmulatedWarpSize - 1) /
+                              kEmulatedWarpSize * kEmulatedWarpSize,
+                          kEmulatedWarpSize, blockSize);
+  plan.grid = range;
+  for (Block *row : rows)
+    row->walk([&](scf::ForOp loop) {
+      if (plan.sharedLoops.count(loop))
+        for (Value carried : loop.getRegionIterArgs())
+          plan.sharedReductions.push_back(carried.getType());
+    });
+  return plan;
+}
+
+void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
+                          func::FuncOp body, const RowPlan &plan) {
+  Block &source = body.getBody().front();
+  unsigned numBuffers = source.getNumArguments() - 2;
+  SmallVector<Type> types;
+  for (unsigned i = 0; i < numBuffers; ++i)
+    types.push_back(source.getArgument(i).getType());
+  SmallVector<Type> workgroup;
+  int64_t warps = plan.blockSize / kEmulatedWarpSize;
+  auto space = gpu::AddressSpaceAttr::get(builder.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  for (Type type : plan.sharedReductions)
+    workgroup.push_back(
+        MemRefType::get({warps}, type, MemRefLayoutAttrInterface(), space));
+  auto func = gpu::GPUFuncOp::create(
+      builder, loc, name, builder.getFunctionType(types, {}), workgroup);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(plan.blockSize), 1, 1}));
+  func.setKnownGridSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(plan.grid), 1, 1}));
+  func->setAttr(kRowTemplateAttr,
+                builder.getStringAttr(plan.warpPerRow ? "warp" : "block"));
+
+  Block &entry = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockEnd(&entry);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value lanes = arith::ConstantIndexOp::create(b, loc, kEmulatedWarpSize);
+  Group group;
+  group.lane = arith::RemUIOp::create(b, loc, thread, lanes);
+  group.warp = arith::DivUIOp::create(b, loc, thread, lanes);
+  group.warpPerRow = plan.warpPerRow;
+  group.member = plan.warpPerRow ? group.lane : thread;
+  group.size = plan.warpPerRow ? kEmulatedWarpSize : plan.blockSize;
+  group.shared = func.getWorkgroupAttributions();
+  group.plan = &plan;
+
+  IRMapping mapping;
+  for (unsigned i = 0; i < numBuffers; ++i)
+    mapping.map(source.getArgument(i), entry.getArgument(i));
+  auto ret = gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(ret);
+  if (plan.rows.empty()) {
+    emitRow(source, b, mapping, group);
+    return;
+  }
+  Value row = blockId;
+  if (plan.warpPerRow)
+    row = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc, blockId,
+            arith::ConstantIndexOp::create(b, loc, plan.rowsPerBlock)),
+        group.warp);
+  llvm::SmallPtrSet<Operation *, 4> rowLoops;
+  for (const RowPlan::Rows &rows : plan.rows)
+    rowLoops.insert(rows.loop);
+  for (Operation &op : source.without_terminator())
+    if (!rowLoops.count(&op))
+      b.clone(op, mapping);
+  if (plan.range % plan.rowsPerBlock != 0) {
+    // The last block's extra warps have no row.
+    Value inRange = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, row,
+        arith::ConstantIndexOp::create(b, loc, plan.range));
+    auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  }
+  // A merged kernel's launches, one after the other.
+  for (const RowPlan::Rows &rows : plan.rows) {
+    OpBuilder::InsertionGuard guard(b);
+    Value index = row;
+    if (rows.offset != 0 || rows.size != plan.range) {
+      // A segment: its rows only, from its own zero.
+      Value offset = arith::ConstantIndexOp::create(b, loc, rows.offset);
+      Value end =
+          arith::ConstantIndexOp::create(b, loc, rows.offset + rows.size);
+      Value inside = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, row, offset),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, end));
+      auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      index = arith::SubIOp::create(b, loc, row, offset);
+    }
+    scf::ParallelOp loop = rows.loop;
+    mapping.map(loop.getInductionVars()[0], index);
+    if (!rows.elements) {
+      emitRow(*loop.getBody(), b, mapping, group);
+      continue;
+    }
+    // The row's elements over the group, the last dim fastest.
+    auto spread = scf::ForOp::create(
+        b, loc, group.member,
+        arith::ConstantIndexOp::create(b, loc, rows.elements),
+        arith::ConstantIndexOp::create(b, loc, group.size));
+    OpBuilder inside(spread.getBody()->getTerminator());
+    Value rest = spread.getInductionVar();
+    for (int64_t d = loop.getNumLoops() - 1; d >= 1; --d) {
+      Value size = arith::ConstantIndexOp::create(
+          inside, loc, *getConstantIntValue(loop.getUpperBound()[d]));
+      mapping.map(
+          loop.getInductionVars()[d],
+          d == 1 ? rest
+                 : arith::RemUIOp::create(inside, loc, rest, size).getResult());
+      if (d > 1)
+        rest = arith::DivUIOp::create(inside, loc, rest, size);
+    }
+    for (Operation &op : loop.getBody()->without_terminator())
+      inside.clone(op, mapping);
+  }
+}
