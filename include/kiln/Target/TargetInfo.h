@@ -43,6 +43,9 @@ struct ScheduleParameters {
   int64_t updateBlock = 1024;
   /// Elements per partial sum of the global gradient norm.
   int64_t normBlock = 4096;
+  /// Tensors whose partial sums one kernel of the global norm computes
+  /// (0: all of them in one).
+  int64_t normTensorsPerKernel = 0;
 };
 
 /// GEMM tiles fixed at compile time (--kernel-tile-gemms): about `tileWork`

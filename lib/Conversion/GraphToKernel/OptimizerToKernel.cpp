@@ -178,16 +178,18 @@ struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
 
 /// sqrt of the sum of squares: a partial sum per block of elements (the
 /// target's ScheduleParameters::normBlock) of each operand (one parallel
-/// loop per operand over the block index), then the partials summed in
-/// operand and block order.
+/// loop per operand over the block index; at most normTensorsPerKernel
+/// operands to a kernel), then the partials summed in operand and block
+/// order.
 struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
   LogicalResult lowerOp(graph::GlobalNormOp op,
                         KernelLowering &lowering) const override {
     Type elementType = op.getType().getElementType();
     int64_t normBlock = lowering.getSchedule().normBlock;
+    int64_t perKernel = lowering.getSchedule().normTensorsPerKernel;
     SmallVector<Value> inputs;
     SmallVector<int64_t> counts, blocks, bases;
-    int64_t totalBlocks = 0, range = 0, totalElements = 0;
+    int64_t totalBlocks = 0;
     for (Value input : op.getInputs()) {
       int64_t count = cast<ShapedType>(input.getType()).getNumElements();
       if (count == 0)
@@ -197,20 +199,31 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
       blocks.push_back((count + normBlock - 1) / normBlock);
       bases.push_back(totalBlocks);
       totalBlocks += blocks.back();
-      range = std::max(range, blocks.back());
-      totalElements += count;
     }
     Value result = lowering.allocateResult(op.getResult());
     Value partials = lowering.allocateTransient(
         MemRefType::get({std::max<int64_t>(totalBlocks, 1)}, elementType));
-    if (totalBlocks > 0) {
-      SmallVector<Value> buffers(inputs);
+    size_t group = perKernel > 0 ? static_cast<size_t>(perKernel)
+                                 : std::max<size_t>(inputs.size(), 1);
+    for (size_t first = 0; first < inputs.size(); first += group) {
+      size_t last = std::min(inputs.size(), first + group);
+      SmallVector<Value> buffers(inputs.begin() + first, inputs.begin() + last);
       buffers.push_back(partials);
+      int64_t range = 0, totalElements = 0;
+      for (size_t k = first; k < last; ++k) {
+        range = std::max(range, blocks[k]);
+        totalElements += counts[k];
+      }
       lowering.launch(
           op.getLoc(), op->getName().getStringRef(), buffers, range,
           totalElements / range,
-          [&](OpBuilder &b, Location loc, ValueRange args) {
-            for (unsigned k = 0; k < inputs.size(); ++k) {
+          [&](OpBuilder &b, Location loc, ValueRange kernelArgs) {
+            // Operand k's buffer is kernelArgs[k - first].
+            SmallVector<Value> args(last, Value());
+            for (size_t k = first; k < last; ++k)
+              args[k] = kernelArgs[k - first];
+            args.push_back(kernelArgs.back());
+            for (unsigned k = first; k < last; ++k) {
               kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
                                                  Value block) {
                 auto sumBlock = [&](OpBuilder &b, Location loc) {
