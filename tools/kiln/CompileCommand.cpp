@@ -445,9 +445,9 @@ int kiln::cli::runCompile() {
       WithColor::note(errs(), "kiln")
           << templates.perIteration << " of " << templates.kernels
           << " GPU kernels run one thread per iteration of their range (a "
-             "column reduction, a scatter, a scalar kernel, or rows the "
-             "row template cannot spread): the column and transpose "
-             "templates are not built yet (docs/cuda.md)\n";
+             "scatter, a scalar kernel, or rows the row template cannot "
+             "spread): the column and transpose templates are not built "
+             "yet (docs/cuda.md)\n";
     return 0;
   }
 

@@ -65,6 +65,9 @@ struct Kernel {
   /// Whether every launch passes it distinct buffers (no two arguments
   /// views of one root), so that its arguments never alias.
   bool distinctBuffers = false;
+  /// Per argument: whether a launch passes it a buffer another argument
+  /// shares (the row template needs those only read).
+  llvm::SmallVector<bool> aliasedArguments;
   /// A group of threads per iteration of the range (RowTemplate.h).
   std::optional<RowPlan> row;
 };
@@ -85,6 +88,24 @@ llvm::DenseMap<StringAttr, bool> findDistinctBufferKernels(ModuleOp module) {
       it->second &= unique;
   });
   return distinct;
+}
+
+/// For each kernel, which of its arguments some launch passes a buffer
+/// that shares its root with another argument's.
+llvm::DenseMap<StringAttr, llvm::SmallVector<bool>>
+findAliasedArguments(ModuleOp module) {
+  llvm::DenseMap<StringAttr, llvm::SmallVector<bool>> aliased;
+  module.walk([&](kernel::LaunchOp launch) {
+    auto buffers = launch.getBuffers();
+    llvm::SmallVector<bool> &flags = aliased[launch.getKernelAttr().getAttr()];
+    flags.resize(std::max<size_t>(flags.size(), buffers.size()), false);
+    for (auto [i, buffer] : llvm::enumerate(buffers))
+      for (auto [j, other] : llvm::enumerate(buffers))
+        if (i != j &&
+            kernel::getRootBuffer(buffer) == kernel::getRootBuffer(other))
+          flags[i] = true;
+  });
+  return aliased;
 }
 
 /// The largest element of `body`'s buffers, in bytes.
@@ -337,6 +358,8 @@ struct ConvertKernelToGpuPass
     // each kernel's buffers first.
     llvm::DenseMap<StringAttr, bool> distinct =
         findDistinctBufferKernels(module);
+    llvm::DenseMap<StringAttr, llvm::SmallVector<bool>> aliased =
+        findAliasedArguments(module);
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
       if (isa<kernel::EntryOp>(op))
         op.erase();
@@ -348,10 +371,22 @@ struct ConvertKernelToGpuPass
       Location loc = kernel.getLoc();
       int64_t range = kernel.getRange();
       bool distinctBuffers = distinct.lookup(kernel.getSymNameAttr());
+      llvm::SmallVector<bool> aliasedArguments =
+          aliased.lookup(kernel.getSymNameAttr());
+      // A kernel no launch calls: nothing shows its buffers apart.
+      if (!aliased.count(kernel.getSymNameAttr()))
+        aliasedArguments.assign(kernel.getNumArguments(), true);
       func::FuncOp body = outlineKernelBody(kernel, name + "_body");
       kernel.erase();
-      kernels.push_back(
-          {name, range, body, loc, {}, 1, distinctBuffers, std::nullopt});
+      kernels.push_back({name,
+                         range,
+                         body,
+                         loc,
+                         {},
+                         1,
+                         distinctBuffers,
+                         aliasedArguments,
+                         std::nullopt});
     }
 
     // linalg → loops; then a thread per element of elementwise loops, or a
@@ -368,7 +403,7 @@ struct ConvertKernelToGpuPass
       // group of threads where the row template can take it.
       if (kernel.loops.empty() || hasNestedLoop(kernel)) {
         kernel.row = planRowKernel(kernel.body, kernel.range, block,
-                                   kernel.distinctBuffers);
+                                   kernel.aliasedArguments);
         if (kernel.row)
           kernel.loops.clear();
       }

@@ -165,6 +165,140 @@ bool carriesOnlyReductions(scf::ForOp loop) {
   return true;
 }
 
+/// A read-modify-write `M[I] = M[I] + y` (or y + M[I]) in `loop`'s body:
+/// its load, add and store.
+Value getAccessedMemref(Operation *op);
+
+struct Accumulation {
+  memref::LoadOp load;
+  arith::AddFOp add;
+  memref::StoreOp store;
+};
+
+/// The accumulations of `inner` (a column block inside a loop `outer` over
+/// rows) when they are all it writes: each store's value the sum of a load
+/// of the same element and a value of the row, its indices `inner`'s index
+/// or values from outside `outer`, its buffer touched nowhere else in
+/// `outer`.
+std::optional<SmallVector<Accumulation>> matchAccumulations(scf::ForOp outer,
+                                                            scf::ForOp inner) {
+  SmallVector<Accumulation> found;
+  for (Operation &op : inner.getBody()->without_terminator()) {
+    if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op))
+      continue;
+    auto store = dyn_cast<memref::StoreOp>(op);
+    if (!store)
+      return std::nullopt;
+    auto add = store.getValueToStore().getDefiningOp<arith::AddFOp>();
+    if (!add || !add->hasOneUse() || add->getBlock() != inner.getBody())
+      return std::nullopt;
+    memref::LoadOp load;
+    for (Value side : {add.getLhs(), add.getRhs()})
+      if (auto candidate = side.getDefiningOp<memref::LoadOp>();
+          candidate && candidate.getMemRef() == store.getMemRef() &&
+          candidate.getIndices() == store.getIndices() &&
+          candidate->hasOneUse())
+        load = candidate;
+    if (!load)
+      return std::nullopt;
+    for (Value index : store.getIndices())
+      if (index != inner.getInductionVar() &&
+          outer->isAncestor(index.getParentRegion()->getParentOp()))
+        return std::nullopt;
+    found.push_back({load, add, store});
+  }
+  for (Accumulation &accumulation : found) {
+    Value memref = accumulation.store.getMemRef();
+    WalkResult elsewhere = outer.walk([&](Operation *op) {
+      if (op == accumulation.load || op == accumulation.store)
+        return WalkResult::advance();
+      if (getAccessedMemref(op) == memref)
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (elsewhere.wasInterrupted())
+      return std::nullopt;
+  }
+  if (found.empty())
+    return std::nullopt;
+  return found;
+}
+
+/// Column sums accumulated through memory (`for r: for c in a column
+/// block: M[c] += f(r, c)`, the bias and norm-weight gradients) as sums the
+/// row template can spread: `for c: { s = sum over r of f(r, c) in a
+/// carried value; M[c] += s }`. The rows are summed first and added to
+/// M[c] once, not one at a time: the same sums in another order.
+void rewriteColumnAccumulations(Block &row) {
+  for (Operation &op : llvm::make_early_inc_range(row.without_terminator())) {
+    auto outer = dyn_cast<scf::ForOp>(op);
+    if (!outer || outer.getNumRegionIterArgs() != 0 ||
+        !llvm::hasSingleElement(outer.getBody()->without_terminator()))
+      continue;
+    auto inner = dyn_cast<scf::ForOp>(outer.getBody()->front());
+    if (!inner || inner.getNumRegionIterArgs() != 0 ||
+        llvm::any_of(inner->getOperands(), [&](Value bound) {
+          return outer->isAncestor(bound.getParentRegion()->getParentOp());
+        }))
+      continue;
+    std::optional<SmallVector<Accumulation>> accumulations =
+        matchAccumulations(outer, inner);
+    if (!accumulations)
+      continue;
+    Location loc = outer.getLoc();
+    OpBuilder b(outer);
+    auto columns = scf::ForOp::create(b, loc, inner.getLowerBound(),
+                                      inner.getUpperBound(), inner.getStep());
+    OpBuilder inColumns(columns.getBody()->getTerminator());
+    SmallVector<Value> zeros;
+    for (Accumulation &accumulation : *accumulations) {
+      Type type = accumulation.add.getType();
+      zeros.push_back(arith::ConstantOp::create(
+          inColumns, loc, type, inColumns.getFloatAttr(type, 0.0)));
+    }
+    auto sums =
+        scf::ForOp::create(inColumns, loc, outer.getLowerBound(),
+                           outer.getUpperBound(), outer.getStep(), zeros);
+    Block *sumsBody = sums.getBody();
+    if (!sumsBody->empty() &&
+        sumsBody->back().hasTrait<OpTrait::IsTerminator>())
+      sumsBody->back().erase();
+    OpBuilder inSums = OpBuilder::atBlockEnd(sumsBody);
+    IRMapping mapping;
+    mapping.map(outer.getInductionVar(), sums.getInductionVar());
+    mapping.map(inner.getInductionVar(), columns.getInductionVar());
+    llvm::SmallPtrSet<Operation *, 8> skipped;
+    for (Accumulation &accumulation : *accumulations)
+      skipped.insert({accumulation.load, accumulation.add, accumulation.store});
+    for (Operation &nested : inner.getBody()->without_terminator())
+      if (!skipped.count(&nested))
+        inSums.clone(nested, mapping);
+    SmallVector<Value> yielded;
+    for (auto [index, accumulation] : llvm::enumerate(*accumulations)) {
+      Value term = accumulation.add.getLhs() == accumulation.load.getResult()
+                       ? accumulation.add.getRhs()
+                       : accumulation.add.getLhs();
+      yielded.push_back(arith::AddFOp::create(inSums, loc,
+                                              sums.getRegionIterArgs()[index],
+                                              mapping.lookupOrDefault(term)));
+    }
+    scf::YieldOp::create(inSums, loc, yielded);
+    // Each column's sum into its element once: a read-modify-write.
+    for (auto [index, accumulation] : llvm::enumerate(*accumulations)) {
+      SmallVector<Value> indices;
+      for (Value value : accumulation.store.getIndices())
+        indices.push_back(mapping.lookupOrDefault(value));
+      Value old = memref::LoadOp::create(
+          inColumns, loc, accumulation.store.getMemRef(), indices);
+      Value updated =
+          arith::AddFOp::create(inColumns, loc, old, sums.getResult(index));
+      memref::StoreOp::create(inColumns, loc, updated,
+                              accumulation.store.getMemRef(), indices);
+    }
+    outer.erase();
+  }
+}
+
 /// Sorts the loops of `block` (a row, or a region of an scf.if or of a
 /// loop every thread runs): an innermost loop of two or more iterations
 /// carrying only reductions is spread over the group; a loop holding
@@ -246,6 +380,29 @@ Value findStoredValue(memref::LoadOp load) {
   return {};
 }
 
+/// The store of `load`'s read-modify-write outside the shared loops (load,
+/// one pure op, a store of its result to the same element, in one block),
+/// which the group's first thread runs whole; else null.
+Operation *findReadModifyWrite(memref::LoadOp load) {
+  if (!load->hasOneUse())
+    return nullptr;
+  Operation *update = *load->getUsers().begin();
+  if (update->getBlock() != load->getBlock() || !isMemoryEffectFree(update) ||
+      update->getNumResults() != 1 || !update->hasOneUse() ||
+      update->getNumRegions() != 0)
+    return nullptr;
+  auto store = dyn_cast<memref::StoreOp>(*update->getUsers().begin());
+  if (!store || store->getBlock() != load->getBlock() ||
+      store.getMemRef() != load.getMemRef() ||
+      store.getIndices() != load.getIndices() ||
+      store.getValueToStore() != update->getResult(0))
+    return nullptr;
+  for (Operation *op = load->getNextNode(); op != store; op = op->getNextNode())
+    if (op != update && !isMemoryEffectFree(op))
+      return nullptr;
+  return store;
+}
+
 /// Whether no two threads of a group touch one element of a buffer the
 /// rows write. Each such buffer is either the shared loops' (every access
 /// inside one, with the loop's index at one position: one owner per
@@ -295,10 +452,13 @@ bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
           loop = cast<scf::ForOp>(parent);
       if (!loop) {
         if (auto load = dyn_cast<memref::LoadOp>(op)) {
-          Value stored = findStoredValue(load);
-          if (!stored)
+          if (Operation *store = findReadModifyWrite(load)) {
+            plan.firstThreadUpdates[op] = store;
+          } else if (Value stored = findStoredValue(load)) {
+            plan.forwarded[op] = stored;
+          } else {
             return WalkResult::interrupt();
-          plan.forwarded[op] = stored;
+          }
         }
         return claim(memref, kRowOwned) ? WalkResult::advance()
                                         : WalkResult::interrupt();
@@ -325,6 +485,8 @@ struct Group {
   ArrayRef<BlockArgument> shared;
   unsigned nextShared = 0;
   const RowPlan *plan;
+  /// Ops already emitted with an earlier one (a first-thread update).
+  llvm::SmallPtrSet<Operation *, 8> done;
 };
 
 Value shuffle(OpBuilder &b, Location loc, gpu::ShuffleMode mode, Value value,
@@ -457,6 +619,26 @@ void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
       emitRow(*nested.getBody(), b, mapping, group);
       continue;
     }
+    if (group.done.count(&op))
+      continue;
+    if (auto update = group.plan->firstThreadUpdates.find(&op);
+        update != group.plan->firstThreadUpdates.end()) {
+      // The group's result into memory: load, update and store on the
+      // first thread only (the others' values were never read).
+      Operation *store = update->second;
+      Operation *modify = *op.getUsers().begin();
+      Location loc = op.getLoc();
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
+                                arith::ConstantIndexOp::create(b, loc, 0));
+      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      OpBuilder inside(ifFirst.thenBlock()->getTerminator());
+      for (Operation *part : {&op, modify, store}) {
+        inside.clone(*part, mapping);
+        group.done.insert(part);
+      }
+      continue;
+    }
     if (auto forwarded = group.plan->forwarded.find(&op);
         forwarded != group.plan->forwarded.end()) {
       mapping.map(op.getResult(0), mapping.lookupOrDefault(forwarded->second));
@@ -570,10 +752,28 @@ static bool haveDisjointBuffers(const RowPlan &plan) {
 
 std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
                                            int64_t blockSize,
-                                           bool distinctBuffers) {
-  if (!distinctBuffers || range < 1)
+                                           ArrayRef<bool> aliasedArguments) {
+  if (range < 1)
     return std::nullopt;
   Block &kernel = body.getBody().front();
+  // An argument that may share a buffer with another is only read: the
+  // template's ownership is per argument.
+  bool aliasedWrite = false;
+  body.walk([&](Operation *op) {
+    Value memref = getAccessedMemref(op);
+    while (memref)
+      if (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+        memref = view.getViewSource();
+      else
+        break;
+    auto argument = dyn_cast_if_present<BlockArgument>(memref);
+    if (!argument || isa<memref::LoadOp>(op) || argument.getOwner() != &kernel)
+      return;
+    unsigned index = argument.getArgNumber();
+    aliasedWrite |= index >= aliasedArguments.size() || aliasedArguments[index];
+  });
+  if (aliasedWrite)
+    return std::nullopt;
   RowPlan plan;
   plan.range = range;
   bool effects = false;
@@ -605,9 +805,11 @@ std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
       return std::nullopt;
     rows.push_back(&kernel);
   }
-  for (Block *row : rows)
+  for (Block *row : rows) {
+    rewriteColumnAccumulations(*row);
     if (!sortRowLoops(*row, plan))
       return std::nullopt;
+  }
   if (plan.longestLoop < 2 || !isThreadPrivate(rows, kernel, plan))
     return std::nullopt;
   plan.warpPerRow = range > 1 && plan.longestLoop <= kWarpRowLimit;

@@ -54,6 +54,10 @@ struct RowPlan {
   /// Loads outside the shared loops of what the row's first thread stored
   /// just before: the stored value.
   llvm::DenseMap<mlir::Operation *, mlir::Value> forwarded;
+  /// Loads outside the shared loops that start a read-modify-write of one
+  /// element (a column's sum added to memory): their stores. The group's
+  /// first thread runs them.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> firstThreadUpdates;
   /// The element types of the reductions a block combines through shared
   /// memory (one buffer of a word per warp each); empty for a warp per row.
   llvm::SmallVector<mlir::Type> sharedReductions;
@@ -64,9 +68,11 @@ struct RowPlan {
 /// carried value a recognized reduction, each buffer the row writes
 /// touched by one thread per element (the loop's index in one fixed
 /// position) or, outside the loops, only written. `blockSize` bounds a
-/// block; `distinctBuffers` says the launches never pass aliasing buffers.
+/// block; `aliasedArguments` says which arguments a launch may pass a
+/// buffer another argument shares (they must be only read).
 std::optional<RowPlan> planRowKernel(mlir::func::FuncOp body, int64_t range,
-                                     int64_t blockSize, bool distinctBuffers);
+                                     int64_t blockSize,
+                                     llvm::ArrayRef<bool> aliasedArguments);
 
 /// Builds `gpu.func @name` of the row template at `builder`.
 void buildRowKernel(mlir::OpBuilder &builder, llvm::StringRef name,

@@ -279,3 +279,52 @@ kernel.entry @predict(%x: memref<4x100xf32> {kernel.kind = #kernel.kind<input>, 
   kernel.launch @reversed(%x, %y) : memref<4x100xf32>, memref<4x100xf32>
   kernel.return
 }
+
+// -----
+
+// A column sum accumulated through memory (a bias gradient: zero the
+// column, then for each row M[c] += x[r, c]) is rewritten as a sum over the
+// rows carried in a register, which the row template spreads over a warp
+// per column; the column's total is added to M[c] once, by lane 0.
+// CHECK-LABEL: gpu.func @kiln_bias_grad
+// CHECK-SAME: kiln.row = "warp"
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c64{{.*}} step %c32{{.*}} iter_args
+// CHECK: memref.load %arg1[%[[R]], %{{.*}}]
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  idx
+// CHECK: arith.cmpi eq, %[[LANE]], %c0
+// CHECK: scf.if
+// CHECK: %[[OLD:.*]] = memref.load %arg0[%{{.*}}]
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}}
+// CHECK: memref.store %[[NEW]], %arg0[%{{.*}}]
+kernel.func @bias_grad(%m: memref<8xf32>, %x: memref<64x8xf32>) attributes {range = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%b) = (%c0) to (%c8) step (%c1) {
+    %next = arith.addi %b, %c1 : index
+    %end = arith.minui %next, %c8 : index
+    scf.for %c = %b to %end step %c1 {
+      memref.store %zero, %m[%c] : memref<8xf32>
+    }
+    scf.for %r = %c0 to %c64 step %c1 {
+      scf.for %c = %b to %end step %c1 {
+        %v = memref.load %x[%r, %c] : memref<64x8xf32>
+        %old = memref.load %m[%c] : memref<8xf32>
+        %new = arith.addf %old, %v : f32
+        memref.store %new, %m[%c] : memref<8xf32>
+      }
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @train_step(%m: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "m"},
+                         %x: memref<64x8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"}) {
+  kernel.launch @bias_grad(%m, %x) : memref<8xf32>, memref<64x8xf32>
+  kernel.return
+}
