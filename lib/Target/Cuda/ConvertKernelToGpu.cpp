@@ -62,36 +62,24 @@ struct Kernel {
   /// Consecutive elements of the innermost dim one thread of an elementwise
   /// kernel takes (see getVectorWidth).
   int64_t width = 1;
-  /// Whether every launch passes it distinct buffers (no two arguments
-  /// views of one root), so that its arguments never alias.
-  bool distinctBuffers = false;
   /// Per argument: whether a launch passes it a buffer another argument
   /// shares (the row template needs those only read).
   llvm::SmallVector<bool> aliasedArguments;
+  /// Whether every launch passes it distinct buffers (no two arguments
+  /// views of one root), so that its arguments never alias.
+  bool distinctBuffers() const {
+    return llvm::none_of(aliasedArguments,
+                         [](bool aliased) { return aliased; });
+  }
   /// A group of threads per iteration of the range (RowTemplate.h).
   std::optional<RowPlan> row;
 };
 
-/// For each kernel, whether every launch of it passes distinct buffers: two
-/// buffers live at once never share bytes (the memory plan), and a buffer
-/// read and written in place is passed once.
-llvm::DenseMap<StringAttr, bool> findDistinctBufferKernels(ModuleOp module) {
-  llvm::DenseMap<StringAttr, bool> distinct;
-  module.walk([&](kernel::LaunchOp launch) {
-    llvm::SmallPtrSet<Value, 8> roots;
-    bool unique = true;
-    for (Value buffer : launch.getBuffers())
-      unique &= roots.insert(kernel::getRootBuffer(buffer)).second;
-    auto [it, inserted] =
-        distinct.try_emplace(launch.getKernelAttr().getAttr(), unique);
-    if (!inserted)
-      it->second &= unique;
-  });
-  return distinct;
-}
-
 /// For each kernel, which of its arguments some launch passes a buffer
-/// that shares its root with another argument's.
+/// that shares its root with another argument's. Two buffers live at once
+/// never share bytes (the memory plan), and a buffer read and written in
+/// place is passed once, so only a buffer passed twice (or with its view)
+/// aliases.
 llvm::DenseMap<StringAttr, llvm::SmallVector<bool>>
 findAliasedArguments(ModuleOp module) {
   llvm::DenseMap<StringAttr, llvm::SmallVector<bool>> aliased;
@@ -99,11 +87,11 @@ findAliasedArguments(ModuleOp module) {
     auto buffers = launch.getBuffers();
     llvm::SmallVector<bool> &flags = aliased[launch.getKernelAttr().getAttr()];
     flags.resize(std::max<size_t>(flags.size(), buffers.size()), false);
+    llvm::DenseMap<Value, unsigned> uses;
+    for (Value buffer : buffers)
+      ++uses[kernel::getRootBuffer(buffer)];
     for (auto [i, buffer] : llvm::enumerate(buffers))
-      for (auto [j, other] : llvm::enumerate(buffers))
-        if (i != j &&
-            kernel::getRootBuffer(buffer) == kernel::getRootBuffer(other))
-          flags[i] = true;
+      flags[i] = flags[i] || uses[kernel::getRootBuffer(buffer)] > 1;
   });
   return aliased;
 }
@@ -300,7 +288,7 @@ void buildGpuKernel(OpBuilder &builder, const Kernel &kernel, int64_t threads,
     for (unsigned i = 0; i < numBuffers; ++i) {
       func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
                       builder.getI64IntegerAttr(16));
-      if (kernel.distinctBuffers)
+      if (kernel.distinctBuffers())
         func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
                         builder.getUnitAttr());
     }
@@ -356,8 +344,6 @@ struct ConvertKernelToGpuPass
     }
     // Entries and their ops are the plan, not code: what they say about
     // each kernel's buffers first.
-    llvm::DenseMap<StringAttr, bool> distinct =
-        findDistinctBufferKernels(module);
     llvm::DenseMap<StringAttr, llvm::SmallVector<bool>> aliased =
         findAliasedArguments(module);
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
@@ -370,7 +356,6 @@ struct ConvertKernelToGpuPass
       std::string name = kernel.getExportedSymbol();
       Location loc = kernel.getLoc();
       int64_t range = kernel.getRange();
-      bool distinctBuffers = distinct.lookup(kernel.getSymNameAttr());
       llvm::SmallVector<bool> aliasedArguments =
           aliased.lookup(kernel.getSymNameAttr());
       // A kernel no launch calls: nothing shows its buffers apart.
@@ -378,15 +363,8 @@ struct ConvertKernelToGpuPass
         aliasedArguments.assign(kernel.getNumArguments(), true);
       func::FuncOp body = outlineKernelBody(kernel, name + "_body");
       kernel.erase();
-      kernels.push_back({name,
-                         range,
-                         body,
-                         loc,
-                         {},
-                         1,
-                         distinctBuffers,
-                         aliasedArguments,
-                         std::nullopt});
+      kernels.push_back(
+          {name, range, body, loc, {}, 1, aliasedArguments, std::nullopt});
     }
 
     // linalg → loops; then a thread per element of elementwise loops, or a
@@ -402,7 +380,7 @@ struct ConvertKernelToGpuPass
       // A loop inside a row (or a sequential kernel) is spread over a
       // group of threads where the row template can take it.
       if (kernel.loops.empty() || hasNestedLoop(kernel)) {
-        kernel.row = planRowKernel(kernel.body, kernel.range, block,
+        kernel.row = planRowKernel(kernel.body, kernel.range, block, warp,
                                    kernel.aliasedArguments);
         if (kernel.row)
           kernel.loops.clear();

@@ -1,8 +1,9 @@
 //===- RowTemplate.cpp - A warp or a block per row ------------------------===//
 //
-// Part of Kiln. The row template (RowTemplate.h): softmax, layer_norm,
-// cross_entropy, their gradients, embedding rows and the sequential
-// kernels (a whole kernel of range 1 is one row of one block).
+// Part of Kiln. The row template (RowTemplate.h) builds the gpu.func of a
+// kernel RowPlan.cpp took: softmax, layer_norm, cross_entropy, their
+// gradients, embedding rows, column sums and the sequential kernels (a
+// whole kernel of range 1 is one row of one block).
 //
 // Each scf.for over [0, n) of a row becomes `for i = member; i < n;
 // i += group` on the group's threads; each value it carries starts at the
@@ -16,74 +17,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "RowTemplate.h"
-
-#include "EmulateBlock.h"
-
-#include "kiln/Dialect/Kernel/IR/KernelDialect.h"
+#include "RowReduction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace kiln;
+using namespace kiln::row;
 
 namespace {
-/// Rows of at most this many elements take a warp (up to 32 per lane).
-constexpr int64_t kWarpRowLimit = 1024;
-
-/// How a loop's carried value combines one element into it.
-enum class Combine { AddF, SubF, MulF, StdMax, MaximumF, MinimumF, AddI };
-
-/// The reduction carried in `loop`'s `index`-th value, when its only uses
-/// are one combining op whose only use is the loop's yield.
-std::optional<Combine> matchReduction(scf::ForOp loop, unsigned index) {
-  BlockArgument carried = loop.getRegionIterArg(index);
-  Value yielded = loop.getYieldedValues()[index];
-  Operation *combiner = yielded.getDefiningOp();
-  if (!combiner || combiner->getBlock() != loop.getBody() ||
-      !yielded.hasOneUse())
-    return std::nullopt;
-  Type type = carried.getType();
-  bool wide =
-      type.isF32() || type.isF64() || type.isInteger(32) || type.isInteger(64);
-  if (!wide)
-    return std::nullopt;
-  // kb::stdMax: select(acc < x, x, acc).
-  if (auto select = dyn_cast<arith::SelectOp>(combiner)) {
-    auto less = select.getCondition().getDefiningOp<arith::CmpFOp>();
-    if (less && less.getPredicate() == arith::CmpFPredicate::OLT &&
-        less.getLhs() == carried && select.getFalseValue() == carried &&
-        select.getTrueValue() == less.getRhs() && less->hasOneUse() &&
-        llvm::all_of(carried.getUsers(), [&](Operation *user) {
-          return user == less || user == select;
-        }))
-      return Combine::StdMax;
-    return std::nullopt;
-  }
-  if (!carried.hasOneUse() || combiner->getNumOperands() != 2)
-    return std::nullopt;
-  bool first = combiner->getOperand(0) == carried;
-  if (isa<arith::SubFOp>(combiner))
-    return first ? std::optional(Combine::SubF) : std::nullopt;
-  if (isa<arith::AddFOp>(combiner))
-    return Combine::AddF;
-  if (isa<arith::MulFOp>(combiner))
-    return Combine::MulF;
-  if (isa<arith::MaximumFOp>(combiner))
-    return Combine::MaximumF;
-  if (isa<arith::MinimumFOp>(combiner))
-    return Combine::MinimumF;
-  if (isa<arith::AddIOp>(combiner))
-    return Combine::AddI;
-  return std::nullopt;
-}
-
 /// The value a thread's partial result starts from.
 Value getIdentity(OpBuilder &b, Location loc, Combine kind, Type type) {
   if (kind == Combine::AddI)
@@ -125,362 +71,12 @@ Value combine(OpBuilder &b, Location loc, Combine kind, Value lhs, Value rhs) {
   llvm_unreachable("every combine kind is handled");
 }
 
-/// At most how many iterations `loop` runs: its constant bounds, or an
-/// upper bound min(lower + k, c) (a block of a range, k of them) or
-/// min(x, c) above a constant lower bound.
-std::optional<int64_t> getMaxTripCount(scf::ForOp loop) {
-  if (getConstantIntValue(loop.getStep()) != 1)
-    return std::nullopt;
-  Value lowerBound = loop.getLowerBound();
-  std::optional<int64_t> lower = getConstantIntValue(lowerBound);
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
-  // Index loops here start at zero or above.
-  if (upper)
-    return std::max<int64_t>(*upper - lower.value_or(0), 0);
-  auto min = loop.getUpperBound().getDefiningOp<arith::MinUIOp>();
-  if (!min)
-    return std::nullopt;
-  std::optional<int64_t> count;
-  for (Value side : {min.getLhs(), min.getRhs()}) {
-    std::optional<int64_t> bound;
-    if (std::optional<int64_t> constant = getConstantIntValue(side)) {
-      if (lower)
-        bound = std::max<int64_t>(*constant - *lower, 0);
-    } else if (auto add = side.getDefiningOp<arith::AddIOp>()) {
-      if (add.getLhs() == lowerBound)
-        bound = getConstantIntValue(add.getRhs());
-      else if (add.getRhs() == lowerBound)
-        bound = getConstantIntValue(add.getLhs());
-    }
-    if (bound)
-      count = count ? std::min(*count, *bound) : *bound;
-  }
-  return count;
-}
-
-bool carriesOnlyReductions(scf::ForOp loop) {
-  for (unsigned i = 0; i < loop.getNumRegionIterArgs(); ++i)
-    if (!matchReduction(loop, i))
-      return false;
-  return true;
-}
-
-/// A read-modify-write `M[I] = M[I] + y` (or y + M[I]) in `loop`'s body:
-/// its load, add and store.
-Value getAccessedMemref(Operation *op);
-
-struct Accumulation {
-  memref::LoadOp load;
-  arith::AddFOp add;
-  memref::StoreOp store;
-};
-
-/// The accumulations of `inner` (a column block inside a loop `outer` over
-/// rows) when they are all it writes: each store's value the sum of a load
-/// of the same element and a value of the row, its indices `inner`'s index
-/// or values from outside `outer`, its buffer touched nowhere else in
-/// `outer`.
-std::optional<SmallVector<Accumulation>> matchAccumulations(scf::ForOp outer,
-                                                            scf::ForOp inner) {
-  SmallVector<Accumulation> found;
-  for (Operation &op : inner.getBody()->without_terminator()) {
-    if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op))
-      continue;
-    auto store = dyn_cast<memref::StoreOp>(op);
-    if (!store)
-      return std::nullopt;
-    auto add = store.getValueToStore().getDefiningOp<arith::AddFOp>();
-    if (!add || !add->hasOneUse() || add->getBlock() != inner.getBody())
-      return std::nullopt;
-    memref::LoadOp load;
-    for (Value side : {add.getLhs(), add.getRhs()})
-      if (auto candidate = side.getDefiningOp<memref::LoadOp>();
-          candidate && candidate.getMemRef() == store.getMemRef() &&
-          candidate.getIndices() == store.getIndices() &&
-          candidate->hasOneUse())
-        load = candidate;
-    if (!load)
-      return std::nullopt;
-    for (Value index : store.getIndices())
-      if (index != inner.getInductionVar() &&
-          outer->isAncestor(index.getParentRegion()->getParentOp()))
-        return std::nullopt;
-    found.push_back({load, add, store});
-  }
-  for (Accumulation &accumulation : found) {
-    Value memref = accumulation.store.getMemRef();
-    WalkResult elsewhere = outer.walk([&](Operation *op) {
-      if (op == accumulation.load || op == accumulation.store)
-        return WalkResult::advance();
-      if (getAccessedMemref(op) == memref)
-        return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    if (elsewhere.wasInterrupted())
-      return std::nullopt;
-  }
-  if (found.empty())
-    return std::nullopt;
-  return found;
-}
-
-/// Column sums accumulated through memory (`for r: for c in a column
-/// block: M[c] += f(r, c)`, the bias and norm-weight gradients) as sums the
-/// row template can spread: `for c: { s = sum over r of f(r, c) in a
-/// carried value; M[c] += s }`. The rows are summed first and added to
-/// M[c] once, not one at a time: the same sums in another order.
-void rewriteColumnAccumulations(Block &row) {
-  for (Operation &op : llvm::make_early_inc_range(row.without_terminator())) {
-    auto outer = dyn_cast<scf::ForOp>(op);
-    if (!outer || outer.getNumRegionIterArgs() != 0 ||
-        !llvm::hasSingleElement(outer.getBody()->without_terminator()))
-      continue;
-    auto inner = dyn_cast<scf::ForOp>(outer.getBody()->front());
-    if (!inner || inner.getNumRegionIterArgs() != 0 ||
-        llvm::any_of(inner->getOperands(), [&](Value bound) {
-          return outer->isAncestor(bound.getParentRegion()->getParentOp());
-        }))
-      continue;
-    std::optional<SmallVector<Accumulation>> accumulations =
-        matchAccumulations(outer, inner);
-    if (!accumulations)
-      continue;
-    Location loc = outer.getLoc();
-    OpBuilder b(outer);
-    auto columns = scf::ForOp::create(b, loc, inner.getLowerBound(),
-                                      inner.getUpperBound(), inner.getStep());
-    OpBuilder inColumns(columns.getBody()->getTerminator());
-    SmallVector<Value> zeros;
-    for (Accumulation &accumulation : *accumulations) {
-      Type type = accumulation.add.getType();
-      zeros.push_back(arith::ConstantOp::create(
-          inColumns, loc, type, inColumns.getFloatAttr(type, 0.0)));
-    }
-    auto sums =
-        scf::ForOp::create(inColumns, loc, outer.getLowerBound(),
-                           outer.getUpperBound(), outer.getStep(), zeros);
-    Block *sumsBody = sums.getBody();
-    if (!sumsBody->empty() &&
-        sumsBody->back().hasTrait<OpTrait::IsTerminator>())
-      sumsBody->back().erase();
-    OpBuilder inSums = OpBuilder::atBlockEnd(sumsBody);
-    IRMapping mapping;
-    mapping.map(outer.getInductionVar(), sums.getInductionVar());
-    mapping.map(inner.getInductionVar(), columns.getInductionVar());
-    llvm::SmallPtrSet<Operation *, 8> skipped;
-    for (Accumulation &accumulation : *accumulations)
-      skipped.insert({accumulation.load, accumulation.add, accumulation.store});
-    for (Operation &nested : inner.getBody()->without_terminator())
-      if (!skipped.count(&nested))
-        inSums.clone(nested, mapping);
-    SmallVector<Value> yielded;
-    for (auto [index, accumulation] : llvm::enumerate(*accumulations)) {
-      Value term = accumulation.add.getLhs() == accumulation.load.getResult()
-                       ? accumulation.add.getRhs()
-                       : accumulation.add.getLhs();
-      yielded.push_back(arith::AddFOp::create(inSums, loc,
-                                              sums.getRegionIterArgs()[index],
-                                              mapping.lookupOrDefault(term)));
-    }
-    scf::YieldOp::create(inSums, loc, yielded);
-    // Each column's sum into its element once: a read-modify-write.
-    for (auto [index, accumulation] : llvm::enumerate(*accumulations)) {
-      SmallVector<Value> indices;
-      for (Value value : accumulation.store.getIndices())
-        indices.push_back(mapping.lookupOrDefault(value));
-      Value old = memref::LoadOp::create(
-          inColumns, loc, accumulation.store.getMemRef(), indices);
-      Value updated =
-          arith::AddFOp::create(inColumns, loc, old, sums.getResult(index));
-      memref::StoreOp::create(inColumns, loc, updated,
-                              accumulation.store.getMemRef(), indices);
-    }
-    outer.erase();
-  }
-}
-
-/// Sorts the loops of `block` (a row, or a region of an scf.if or of a
-/// loop every thread runs): an innermost loop of two or more iterations
-/// carrying only reductions is spread over the group; a loop holding
-/// loops, or of at most one iteration, runs on every thread and its body
-/// is sorted in turn. False when an op of the row is none of these.
-bool sortRowLoops(Block &block, RowPlan &plan) {
-  for (Operation &op : block.without_terminator()) {
-    if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      bool nested = false;
-      loop.getBody()->walk([&](scf::ForOp) { nested = true; });
-      std::optional<int64_t> trips = getMaxTripCount(loop);
-      if (!nested && trips && *trips >= 2 && carriesOnlyReductions(loop)) {
-        plan.sharedLoops.insert(loop);
-        plan.longestLoop = std::max(plan.longestLoop, *trips);
-        continue;
-      }
-      if ((nested || (trips && *trips <= 1)) &&
-          sortRowLoops(*loop.getBody(), plan))
-        continue;
-      return false;
-    }
-    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
-      for (Region &region : ifOp->getRegions())
-        if (!region.empty() && !sortRowLoops(region.front(), plan))
-          return false;
-      continue;
-    }
-    // A merged sequential kernel's own loops: every thread runs them.
-    if (auto nested = dyn_cast<scf::ParallelOp>(op)) {
-      if (nested.getNumReductions() != 0 ||
-          !sortRowLoops(*nested.getBody(), plan))
-        return false;
-      continue;
-    }
-    if (op.getNumRegions() != 0)
-      return false;
-    // A store, or an atomic whose result nothing reads, on the first
-    // thread; anything else with effects it cannot say is refused.
-    if (!isMemoryEffectFree(&op) && !isa<memref::LoadOp, memref::StoreOp>(op) &&
-        !(isa<memref::AtomicRMWOp>(op) && op.use_empty()))
-      return false;
-  }
-  return true;
-}
-
-Value getAccessedMemref(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return load.getMemRef();
-  if (auto store = dyn_cast<memref::StoreOp>(op))
-    return store.getMemRef();
-  if (auto atomic = dyn_cast<memref::AtomicRMWOp>(op))
-    return atomic.getMemref();
-  return {};
-}
-
-ValueRange getAccessIndices(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return load.getIndices();
-  return cast<memref::StoreOp>(op).getIndices();
-}
-
-/// The value a load outside the shared loops reads when the same thread
-/// stored it just before, in the same block at the same indices.
-Value findStoredValue(memref::LoadOp load) {
-  Value memref = load.getMemRef();
-  for (Operation *op = load->getPrevNode(); op; op = op->getPrevNode()) {
-    auto store = dyn_cast<memref::StoreOp>(op);
-    if (store && store.getMemRef() == memref &&
-        store.getIndices() == load.getIndices())
-      return store.getValueToStore();
-    bool writes = false;
-    op->walk([&](Operation *nested) {
-      writes |=
-          !isa<memref::LoadOp>(nested) && getAccessedMemref(nested) == memref;
-    });
-    if (writes)
-      return {};
-  }
-  return {};
-}
-
-/// The store of `load`'s read-modify-write outside the shared loops (load,
-/// one pure op, a store of its result to the same element, in one block),
-/// which the group's first thread runs whole; else null.
-Operation *findReadModifyWrite(memref::LoadOp load) {
-  if (!load->hasOneUse())
-    return nullptr;
-  Operation *update = *load->getUsers().begin();
-  if (update->getBlock() != load->getBlock() || !isMemoryEffectFree(update) ||
-      update->getNumResults() != 1 || !update->hasOneUse() ||
-      update->getNumRegions() != 0)
-    return nullptr;
-  auto store = dyn_cast<memref::StoreOp>(*update->getUsers().begin());
-  if (!store || store->getBlock() != load->getBlock() ||
-      store.getMemRef() != load.getMemRef() ||
-      store.getIndices() != load.getIndices() ||
-      store.getValueToStore() != update->getResult(0))
-    return nullptr;
-  for (Operation *op = load->getNextNode(); op != store; op = op->getNextNode())
-    if (op != update && !isMemoryEffectFree(op))
-      return nullptr;
-  return store;
-}
-
-/// Whether no two threads of a group touch one element of a buffer the
-/// rows write. Each such buffer is either the shared loops' (every access
-/// inside one, with the loop's index at one position: one owner per
-/// element) or the row's own (written outside the shared loops by the
-/// first thread, read back only where that thread just stored it). Fills
-/// `plan.forwarded`.
-bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
-  llvm::DenseSet<Value> written;
-  bool unknown = false;
-  for (Block *row : rows)
-    row->walk([&](Operation *op) {
-      Value memref = getAccessedMemref(op);
-      if (!memref) {
-        if (!isMemoryEffectFree(op) &&
-            !isa<scf::ForOp, scf::IfOp, scf::ParallelOp, scf::YieldOp,
-                 scf::ReduceOp>(op))
-          unknown = true;
-        return;
-      }
-      // Accesses through views would need their offsets: only the
-      // kernel's own buffers.
-      auto argument = dyn_cast<BlockArgument>(memref);
-      if (!argument || argument.getOwner() != &kernel)
-        unknown = true;
-      if (!isa<memref::LoadOp>(op))
-        written.insert(memref);
-    });
-  if (unknown)
-    return false;
-  // Per buffer: the owner position of the shared loops' accesses, or
-  // kRowOwned.
-  constexpr unsigned kRowOwned = ~0u;
-  llvm::DenseMap<Value, unsigned> owner;
-  auto claim = [&](Value memref, unsigned position) {
-    auto [it, inserted] = owner.try_emplace(memref, position);
-    return inserted || it->second == position;
-  };
-  for (Block *row : rows) {
-    WalkResult result = row->walk([&](Operation *op) {
-      Value memref = getAccessedMemref(op);
-      if (!memref || !written.count(memref) || isa<memref::AtomicRMWOp>(op))
-        return WalkResult::advance();
-      scf::ForOp loop;
-      for (Operation *parent = op->getParentOp(); parent && !loop;
-           parent = parent->getParentOp())
-        if (plan.sharedLoops.count(parent))
-          loop = cast<scf::ForOp>(parent);
-      if (!loop) {
-        if (auto load = dyn_cast<memref::LoadOp>(op)) {
-          if (Operation *store = findReadModifyWrite(load)) {
-            plan.firstThreadUpdates[op] = store;
-          } else if (Value stored = findStoredValue(load)) {
-            plan.forwarded[op] = stored;
-          } else {
-            return WalkResult::interrupt();
-          }
-        }
-        return claim(memref, kRowOwned) ? WalkResult::advance()
-                                        : WalkResult::interrupt();
-      }
-      ValueRange indices = getAccessIndices(op);
-      auto at = llvm::find(indices, loop.getInductionVar());
-      if (at == indices.end() ||
-          !claim(memref, static_cast<unsigned>(at - indices.begin())))
-        return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    if (result.wasInterrupted())
-      return false;
-  }
-  return true;
-}
-
 /// What the row's threads share while the row is rebuilt.
 struct Group {
   Value member;
   int64_t size;
   Value lane, warp;
+  int64_t warpSize;
   bool warpPerRow;
   ArrayRef<BlockArgument> shared;
   unsigned nextShared = 0;
@@ -490,11 +86,10 @@ struct Group {
 };
 
 Value shuffle(OpBuilder &b, Location loc, gpu::ShuffleMode mode, Value value,
-              int64_t offset) {
+              int64_t offset, int64_t warpSize) {
   Value offsetValue =
       arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
-  Value width =
-      arith::ConstantIntOp::create(b, loc, b.getI32Type(), kEmulatedWarpSize);
+  Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), warpSize);
   return gpu::ShuffleOp::create(b, loc, value, offsetValue, width, mode)
       .getShuffleResult();
 }
@@ -503,10 +98,11 @@ Value shuffle(OpBuilder &b, Location loc, gpu::ShuffleMode mode, Value value,
 Value reduceOverGroup(OpBuilder &b, Location loc, Combine kind, Value partial,
                       Group &group) {
   Value value = partial;
-  for (int64_t offset = kEmulatedWarpSize / 2; offset >= 1; offset /= 2)
-    value = combine(b, loc, kind, value,
-                    shuffle(b, loc, gpu::ShuffleMode::XOR, value, offset));
-  value = shuffle(b, loc, gpu::ShuffleMode::IDX, value, 0);
+  for (int64_t offset = group.warpSize / 2; offset >= 1; offset /= 2)
+    value = combine(
+        b, loc, kind, value,
+        shuffle(b, loc, gpu::ShuffleMode::XOR, value, offset, group.warpSize));
+  value = shuffle(b, loc, gpu::ShuffleMode::IDX, value, 0, group.warpSize);
   if (group.warpPerRow)
     return value;
   // A word per warp, then every thread combines them in warp order.
@@ -520,7 +116,7 @@ Value reduceOverGroup(OpBuilder &b, Location loc, Combine kind, Value partial,
     memref::StoreOp::create(inside, loc, value, buffer, ValueRange{group.warp});
   }
   gpu::BarrierOp::create(b, loc);
-  int64_t warps = group.size / kEmulatedWarpSize;
+  int64_t warps = group.size / group.warpSize;
   Value total = memref::LoadOp::create(b, loc, buffer, ValueRange{zero});
   for (int64_t w = 1; w < warps; ++w)
     total = combine(b, loc, kind, total,
@@ -549,11 +145,7 @@ void emitSharedLoop(scf::ForOp loop, OpBuilder &b, IRMapping &mapping,
       b, loc, first, mapping.lookupOrDefault(loop.getUpperBound()),
       arith::ConstantIndexOp::create(b, loc, group.size), identities);
   {
-    Block *loopBody = shared.getBody();
-    if (!loopBody->empty() &&
-        loopBody->back().hasTrait<OpTrait::IsTerminator>())
-      loopBody->back().erase();
-    OpBuilder inside = OpBuilder::atBlockEnd(loopBody);
+    OpBuilder inside = atEndWithoutTerminator(shared.getBody());
     mapping.map(loop.getInductionVar(), shared.getInductionVar());
     for (auto [from, to] :
          llvm::zip(loop.getRegionIterArgs(), shared.getRegionIterArgs()))
@@ -590,12 +182,9 @@ void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
           b, loop.getLoc(), mapping.lookupOrDefault(loop.getLowerBound()),
           mapping.lookupOrDefault(loop.getUpperBound()),
           mapping.lookupOrDefault(loop.getStep()), initial);
-      Block *body = rebuilt.getBody();
-      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-        body->back().erase();
       mapping.map(loop.getInductionVar(), rebuilt.getInductionVar());
       mapping.map(loop.getRegionIterArgs(), rebuilt.getRegionIterArgs());
-      OpBuilder inside = OpBuilder::atBlockEnd(body);
+      OpBuilder inside = atEndWithoutTerminator(rebuilt.getBody());
       emitRow(*loop.getBody(), inside, mapping, group);
       SmallVector<Value> yielded;
       for (Value value : loop.getYieldedValues())
@@ -653,10 +242,7 @@ void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
            llvm::zip(ifOp->getRegions(), rebuilt->getRegions())) {
         if (from.empty())
           continue;
-        Block &target = to.front();
-        if (!target.empty() && target.back().hasTrait<OpTrait::IsTerminator>())
-          target.back().erase();
-        OpBuilder inside = OpBuilder::atBlockEnd(&target);
+        OpBuilder inside = atEndWithoutTerminator(&to.front());
         emitRow(from.front(), inside, mapping, group);
         SmallVector<Value> yielded;
         for (Value value : from.front().getTerminator()->getOperands())
@@ -682,157 +268,6 @@ void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
 }
 } // namespace
 
-/// What `loop` (a top-level loop of a kernel of `range`) does to its rows,
-/// when the template can take it.
-static std::optional<RowPlan::Rows> getRows(scf::ParallelOp loop,
-                                            int64_t range) {
-  RowPlan::Rows rows{loop};
-  if (loop.getNumReductions() != 0)
-    return std::nullopt;
-  for (auto [dim, lower, upper, step] : llvm::enumerate(
-           loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> size = getConstantIntValue(upper);
-    if (getConstantIntValue(lower) != 0 || getConstantIntValue(step) != 1 ||
-        !size || *size < 1)
-      return std::nullopt;
-    if (dim == 0)
-      rows.size = *size;
-    else
-      rows.elements = std::max<int64_t>(rows.elements, 1) * *size;
-  }
-  if (auto offset = loop->getAttrOfType<IntegerAttr>(
-          kernel::KernelDialect::kSegmentOffsetAttr))
-    rows.offset = offset.getInt();
-  else if (rows.size != range)
-    return std::nullopt;
-  if (rows.offset < 0 || rows.offset + rows.size > range)
-    return std::nullopt;
-  // Every iteration of an elementwise loop on a thread of its own.
-  bool nested = false;
-  loop.getBody()->walk([&](LoopLikeOpInterface) { nested = true; });
-  if (rows.elements && nested)
-    return std::nullopt;
-  return rows;
-}
-
-/// Whether no buffer an elementwise row loop touches is written by another
-/// of the kernel's loops or read by another where it writes (its
-/// iterations are independent; the others' threads own other elements).
-static bool haveDisjointBuffers(const RowPlan &plan) {
-  SmallVector<llvm::DenseSet<Value>> reads(plan.rows.size()),
-      writes(plan.rows.size());
-  for (auto [index, rows] : llvm::enumerate(plan.rows))
-    rows.loop->walk([&](Operation *op) {
-      // Views of a buffer are the buffer.
-      Value memref = getAccessedMemref(op);
-      while (memref)
-        if (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-          memref = view.getViewSource();
-        else
-          break;
-      if (memref)
-        (isa<memref::LoadOp>(op) ? reads : writes)[index].insert(memref);
-    });
-  for (auto [i, rows] : llvm::enumerate(plan.rows)) {
-    if (!rows.elements)
-      continue;
-    for (size_t j = 0; j < plan.rows.size(); ++j) {
-      if (i == j)
-        continue;
-      for (Value memref : writes[i])
-        if (reads[j].count(memref) || writes[j].count(memref))
-          return false;
-      for (Value memref : reads[i])
-        if (writes[j].count(memref))
-          return false;
-    }
-  }
-  return true;
-}
-
-std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
-                                           int64_t blockSize,
-                                           ArrayRef<bool> aliasedArguments) {
-  if (range < 1)
-    return std::nullopt;
-  Block &kernel = body.getBody().front();
-  // An argument that may share a buffer with another is only read: the
-  // template's ownership is per argument.
-  bool aliasedWrite = false;
-  body.walk([&](Operation *op) {
-    Value memref = getAccessedMemref(op);
-    while (memref)
-      if (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-        memref = view.getViewSource();
-      else
-        break;
-    auto argument = dyn_cast_if_present<BlockArgument>(memref);
-    if (!argument || isa<memref::LoadOp>(op) || argument.getOwner() != &kernel)
-      return;
-    unsigned index = argument.getArgNumber();
-    aliasedWrite |= index >= aliasedArguments.size() || aliasedArguments[index];
-  });
-  if (aliasedWrite)
-    return std::nullopt;
-  RowPlan plan;
-  plan.range = range;
-  bool effects = false;
-  for (Operation &op : kernel.without_terminator()) {
-    auto loop = dyn_cast<scf::ParallelOp>(op);
-    if (!loop) {
-      effects |= !isMemoryEffectFree(&op);
-      continue;
-    }
-    std::optional<RowPlan::Rows> rows = getRows(loop, range);
-    if (!rows)
-      return std::nullopt;
-    plan.rows.push_back(*rows);
-  }
-  SmallVector<Block *> rows;
-  for (const RowPlan::Rows &loop : plan.rows) {
-    if (loop.elements)
-      plan.longestLoop = std::max(plan.longestLoop, loop.elements);
-    else
-      rows.push_back(&loop.loop->getRegion(0).front());
-  }
-  if (!plan.rows.empty() && !haveDisjointBuffers(plan))
-    return std::nullopt;
-  if (!plan.rows.empty() && effects)
-    return std::nullopt;
-  // A sequential kernel is one row.
-  if (plan.rows.empty()) {
-    if (range != 1)
-      return std::nullopt;
-    rows.push_back(&kernel);
-  }
-  for (Block *row : rows) {
-    rewriteColumnAccumulations(*row);
-    if (!sortRowLoops(*row, plan))
-      return std::nullopt;
-  }
-  if (plan.longestLoop < 2 || !isThreadPrivate(rows, kernel, plan))
-    return std::nullopt;
-  plan.warpPerRow = range > 1 && plan.longestLoop <= kWarpRowLimit;
-  if (plan.warpPerRow) {
-    plan.rowsPerBlock = std::min(blockSize / kEmulatedWarpSize, range);
-    plan.blockSize = plan.rowsPerBlock * kEmulatedWarpSize;
-    plan.grid = (range + plan.rowsPerBlock - 1) / plan.rowsPerBlock;
-    return plan;
-  }
-  plan.blockSize =
-      std::clamp<int64_t>((plan.longestLoop + kEmulatedWarpSize - 1) /
-                              kEmulatedWarpSize * kEmulatedWarpSize,
-                          kEmulatedWarpSize, blockSize);
-  plan.grid = range;
-  for (Block *row : rows)
-    row->walk([&](scf::ForOp loop) {
-      if (plan.sharedLoops.count(loop))
-        for (Value carried : loop.getRegionIterArgs())
-          plan.sharedReductions.push_back(carried.getType());
-    });
-  return plan;
-}
-
 void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
                           func::FuncOp body, const RowPlan &plan) {
   Block &source = body.getBody().front();
@@ -841,7 +276,7 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
   for (unsigned i = 0; i < numBuffers; ++i)
     types.push_back(source.getArgument(i).getType());
   SmallVector<Type> workgroup;
-  int64_t warps = plan.blockSize / kEmulatedWarpSize;
+  int64_t warps = plan.blockSize / plan.warpSize;
   auto space = gpu::AddressSpaceAttr::get(builder.getContext(),
                                           gpu::AddressSpace::Workgroup);
   for (Type type : plan.sharedReductions)
@@ -862,13 +297,14 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
   OpBuilder b = OpBuilder::atBlockEnd(&entry);
   Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value blockId = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value lanes = arith::ConstantIndexOp::create(b, loc, kEmulatedWarpSize);
+  Value lanes = arith::ConstantIndexOp::create(b, loc, plan.warpSize);
   Group group;
   group.lane = arith::RemUIOp::create(b, loc, thread, lanes);
   group.warp = arith::DivUIOp::create(b, loc, thread, lanes);
   group.warpPerRow = plan.warpPerRow;
   group.member = plan.warpPerRow ? group.lane : thread;
-  group.size = plan.warpPerRow ? kEmulatedWarpSize : plan.blockSize;
+  group.warpSize = plan.warpSize;
+  group.size = plan.warpPerRow ? plan.warpSize : plan.blockSize;
   group.shared = func.getWorkgroupAttributions();
   group.plan = &plan;
 

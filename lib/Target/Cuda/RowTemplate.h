@@ -42,6 +42,8 @@ struct RowPlan {
   /// one row.
   llvm::SmallVector<Rows> rows;
   int64_t range = 1;
+  /// The target's warp: the lanes of a row's group, the shuffles' width.
+  int64_t warpSize = 32;
   bool warpPerRow = true;
   /// The threads of a block, and the rows one block takes.
   int64_t blockSize = 32;
@@ -68,10 +70,11 @@ struct RowPlan {
 /// carried value a recognized reduction, each buffer the row writes
 /// touched by one thread per element (the loop's index in one fixed
 /// position) or, outside the loops, only written. `blockSize` bounds a
-/// block; `aliasedArguments` says which arguments a launch may pass a
-/// buffer another argument shares (they must be only read).
+/// block and `warpSize` (the target's) is a warp; `aliasedArguments` says which
+/// arguments a launch may pass a buffer another argument shares (they must be
+/// only read).
 std::optional<RowPlan> planRowKernel(mlir::func::FuncOp body, int64_t range,
-                                     int64_t blockSize,
+                                     int64_t blockSize, int64_t warpSize,
                                      llvm::ArrayRef<bool> aliasedArguments);
 
 /// Builds `gpu.func @name` of the row template at `builder`.
