@@ -11,6 +11,7 @@
 #include "kiln/Target/Cuda/CudaTarget.h"
 
 #include "EmulateBlock.h"
+#include "EmulatorChecks.h"
 #include "RowTemplate.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -90,44 +91,6 @@ std::string findUnemulatedFeature(gpu::GPUFuncOp func) {
     return WalkResult::advance();
   });
   return feature;
-}
-
-/// Checked: each buffer argument `func` says is `llvm.align`-aligned (its
-/// threads' 128-bit accesses rely on it) starts at such an address.
-void checkAlignedArguments(OpBuilder &b, gpu::GPUFuncOp func,
-                           ValueRange arguments) {
-  Location loc = func.getLoc();
-  for (auto [index, argument] : llvm::enumerate(arguments)) {
-    auto align = func.getArgAttrOfType<IntegerAttr>(
-        index, LLVM::LLVMDialect::getAlignAttrName());
-    auto type = dyn_cast<MemRefType>(argument.getType());
-    if (!align || !type || align.getInt() <= 1)
-      continue;
-    Value address =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, argument);
-    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, argument);
-    int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
-    Value start = arith::AddIOp::create(
-        b, loc, address,
-        arith::MulIOp::create(
-            b, loc, metadata.getOffset(),
-            arith::ConstantIndexOp::create(b, loc, elementBytes)));
-    Value misalignment = arith::RemUIOp::create(
-        b, loc, start, arith::ConstantIndexOp::create(b, loc, align.getInt()));
-    Value aligned =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, misalignment,
-                              arith::ConstantIndexOp::create(b, loc, 0));
-    std::string where;
-    llvm::raw_string_ostream os(where);
-    loc.print(os);
-    cf::AssertOp::create(
-        b, loc, aligned,
-        "misaligned vector access: buffer argument " + std::to_string(index) +
-            " does not start at a " + std::to_string(align.getInt()) +
-            "-byte boundary, which the kernel's vector loads and stores "
-            "need\nLocation: " +
-            where);
-  }
 }
 
 /// `kernel.func @name` emulating `func` on a grid of `grid` blocks of

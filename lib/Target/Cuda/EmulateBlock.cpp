@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "EmulateBlock.h"
+#include "EmulatorChecks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -69,32 +70,6 @@ bool isHoisted(Operation *op) {
           op->getNumRegions() == 0);
 }
 
-/// The row-major element index of `indices` into a memref of `type`.
-Value linearize(OpBuilder &b, Location loc, MemRefType type,
-                ValueRange indices) {
-  Value linear = arith::ConstantIndexOp::create(b, loc, 0);
-  for (auto [dim, index] : llvm::zip(type.getShape(), indices)) {
-    linear = arith::MulIOp::create(b, loc, linear,
-                                   arith::ConstantIndexOp::create(b, loc, dim));
-    linear = arith::AddIOp::create(b, loc, linear, index);
-  }
-  return linear;
-}
-
-std::string printLocation(Location loc) {
-  std::string where;
-  llvm::raw_string_ostream os(where);
-  loc.print(os);
-  return where;
-}
-
-/// Who last wrote and read each word of a block's shared buffer, and in
-/// which barrier epoch: a race is two threads touching a word in one
-/// epoch, one of them writing.
-struct SharedShadow {
-  Value writer, writerEpoch, reader, readerEpoch;
-};
-
 class BlockEmulator {
 public:
   BlockEmulator(gpu::GPUFuncOp func, const EmulatedBlock &block,
@@ -123,13 +98,19 @@ private:
   void emitBarrier(OpBuilder &b, Location loc);
   void checkUniform(OpBuilder &b, Operation *op, Level level, Value warp,
                     ValueRange operands);
-  void checkSharedAccesses(Region &region, Value thread);
 
   /// Runs `body(b, thread, lane, warp)` for the block's threads (Block) or
   /// the lanes of `warp` (Warp).
   void
   forThreads(OpBuilder &b, Location loc, Level level, Value warp,
              llvm::function_ref<void(OpBuilder &, Value, Value, Value)> body);
+  /// The first thread of the block (Block) or of `warp` (Warp).
+  Value getLeader(OpBuilder &b, Location loc, Level level, Value warp) {
+    if (level == Level::Block)
+      return constant(b, loc, 0);
+    return arith::MulIOp::create(b, loc, warp,
+                                 constant(b, loc, kEmulatedWarpSize));
+  }
   /// `value` as thread `thread` has it.
   Value valueAt(OpBuilder &b, Location loc, Value value, Value thread);
   void mapThreadIds(OpBuilder &b, Location loc, Value thread, Value lane,
@@ -507,7 +488,8 @@ void BlockEmulator::emitLanes(const Step &step, OpBuilder &b, Value warp) {
               memref::StoreOp::create(inside, loc, mapping.lookup(result),
                                       kept.lookup(result), ValueRange{thread});
         if (block.checked && !shadows.empty())
-          checkSharedAccesses(*inside.getBlock()->getParent(), thread);
+          instrumentSharedAccesses(*inside.getBlock()->getParent(), thread,
+                                   epoch, shadows);
       });
 }
 
@@ -586,11 +568,7 @@ void BlockEmulator::checkUniform(OpBuilder &b, Operation *op, Level level,
   message += "\n" + split->getName().getStringRef().str() +
              "\nLocation: " + printLocation(split->getLoc());
   Location loc = op->getLoc();
-  Value leader = level == Level::Block
-                     ? constant(b, loc, 0)
-                     : arith::MulIOp::create(
-                           b, loc, warp, constant(b, loc, kEmulatedWarpSize))
-                           .getResult();
+  Value leader = getLeader(b, loc, level, warp);
   forThreads(
       b, loc, level, warp, [&](OpBuilder &inside, Value thread, Value, Value) {
         for (Value operand : operands) {
@@ -608,11 +586,7 @@ void BlockEmulator::checkUniform(OpBuilder &b, Operation *op, Level level,
 void BlockEmulator::emitUniform(const Step &step, OpBuilder &b, Value warp) {
   Operation *op = step.ops.front();
   Location loc = op->getLoc();
-  Value leader = step.level == Level::Block
-                     ? constant(b, loc, 0)
-                     : arith::MulIOp::create(
-                           b, loc, warp, constant(b, loc, kEmulatedWarpSize))
-                           .getResult();
+  Value leader = getLeader(b, loc, step.level, warp);
   if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
     if (block.checked)
       checkUniform(b, op, step.level, warp, ifOp.getCondition());
@@ -672,63 +646,6 @@ void BlockEmulator::emitYield(const Step &step, OpBuilder &b, Value warp) {
       });
 }
 
-/// Instruments the accesses to shared buffers in `region` (thread
-/// `thread`): a failed check is a cf.assert naming the access's location,
-/// turned into a report on stderr later.
-void BlockEmulator::checkSharedAccesses(Region &region, Value thread) {
-  region.walk([&](Operation *op) {
-    Value memref;
-    ValueRange indices;
-    bool store = false;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      memref = load.getMemRef();
-      indices = load.getIndices();
-    } else if (auto write = dyn_cast<memref::StoreOp>(op)) {
-      memref = write.getMemRef();
-      indices = write.getIndices();
-      store = true;
-    } else {
-      return;
-    }
-    auto found = shadows.find(memref);
-    if (found == shadows.end())
-      return;
-    const SharedShadow &shadow = found->second;
-    OpBuilder b(op);
-    Location loc = op->getLoc();
-    Value word = linearize(b, loc, cast<MemRefType>(memref.getType()), indices);
-    Value here =
-        memref::LoadOp::create(b, loc, epoch, ValueRange{constant(b, loc, 0)});
-    Value self = arith::IndexCastOp::create(b, loc, b.getI64Type(), thread);
-    auto otherIn = [&](Value who, Value when) {
-      Value someone = memref::LoadOp::create(b, loc, who, ValueRange{word});
-      Value at = memref::LoadOp::create(b, loc, when, ValueRange{word});
-      return arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, at, here),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, someone,
-                                self));
-    };
-    Value race = otherIn(shadow.writer, shadow.writerEpoch);
-    if (store)
-      race = arith::OrIOp::create(b, loc, race,
-                                  otherIn(shadow.reader, shadow.readerEpoch));
-    Value fine = arith::XOrIOp::create(
-        b, loc, race, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
-    cf::AssertOp::create(b, loc, fine,
-                         "shared-memory race: another thread of the block " +
-                             std::string(store ? "reads or writes" : "writes") +
-                             " this word between the same barriers (a missing "
-                             "gpu.barrier?)\n" +
-                             op->getName().getStringRef().str() +
-                             "\nLocation: " + printLocation(loc));
-    Value who = store ? shadow.writer : shadow.reader;
-    Value when = store ? shadow.writerEpoch : shadow.readerEpoch;
-    memref::StoreOp::create(b, loc, self, who, ValueRange{word});
-    memref::StoreOp::create(b, loc, here, when, ValueRange{word});
-  });
-}
-
 LogicalResult BlockEmulator::build(OpBuilder &b) {
   Location loc = func.getLoc();
   if (block.blockSize % kEmulatedWarpSize != 0)
@@ -768,7 +685,6 @@ LogicalResult BlockEmulator::build(OpBuilder &b) {
 
   // Shared memory: one buffer per block (and, checked, its shadows).
   Value zero = constant(b, loc, 0);
-  Value one = constant(b, loc, 1);
   if (block.checked) {
     epoch = memref::AllocaOp::create(*block.allocator, loc,
                                      MemRefType::get({1}, b.getI64Type()));
@@ -785,20 +701,8 @@ LogicalResult BlockEmulator::build(OpBuilder &b) {
     uniform.insert(attribution);
     if (!block.checked)
       continue;
-    auto shadowType =
-        MemRefType::get({shared.getNumElements()}, b.getI64Type());
-    Value none = arith::ConstantIntOp::create(b, loc, b.getI64Type(), -1);
-    SharedShadow shadow;
-    for (Value *slot : {&shadow.writer, &shadow.writerEpoch, &shadow.reader,
-                        &shadow.readerEpoch}) {
-      *slot = memref::AllocaOp::create(*block.allocator, loc, shadowType);
-      auto fill = scf::ForOp::create(
-          b, loc, zero, constant(b, loc, shared.getNumElements()), one);
-      OpBuilder inFill(fill.getBody()->getTerminator());
-      memref::StoreOp::create(inFill, loc, none, *slot,
-                              ValueRange{fill.getInductionVar()});
-    }
-    shadows[buffer] = shadow;
+    shadows[buffer] =
+        createSharedShadow(*block.allocator, b, loc, shared.getNumElements());
   }
 
   if (failed(allocateStorage(b)))
