@@ -84,14 +84,34 @@ module attributes {gpu.container_module} {
 )mlir";
 }
 
+/// A module of one kernel, @kiln_k7 on one block of 64 threads (two
+/// warps) over x and y (memref<64xf32>, or `arguments`), with the
+/// `workgroup` attributions and `body` before its gpu.return; `location`
+/// follows the kernel.
+std::string oneBlockKernel(
+    const std::string &body, const std::string &workgroup = "",
+    const std::string &arguments = "%x: memref<64xf32>, %y: memref<64xf32>",
+    const std::string &location = "") {
+  return R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k7()mlir" +
+         arguments + ")" +
+         (workgroup.empty() ? "" : " workgroup(" + workgroup + ")") +
+         R"mlir( kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+)mlir" + body +
+         R"mlir(      gpu.return
+    })mlir" +
+         location + R"mlir(
+  }
+}
+)mlir";
+}
+
 /// One block of 64 threads (two warps) summing each warp's 32 elements by
 /// a butterfly of xor shuffles: every lane ends with its warp's sum.
 std::string butterflySource() {
-  std::string source = R"mlir(
-module attributes {gpu.container_module} {
-  gpu.module @kiln_kernels {
-    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      %t = gpu.thread_id x
+  std::string source = R"mlir(      %t = gpu.thread_id x
       %width = arith.constant 32 : i32
       %v0 = memref.load %x[%t] : memref<64xf32>
 )mlir";
@@ -106,23 +126,14 @@ module attributes {gpu.container_module} {
     source += "      " + to + " = arith.addf " + from + ", %s" + o + " : f32\n";
     ++step;
   }
-  source += R"mlir(      memref.store %v5, %y[%t] : memref<64xf32>
-      gpu.return
-    }
-  }
-}
-)mlir";
-  return source;
+  source += "      memref.store %v5, %y[%t] : memref<64xf32>\n";
+  return oneBlockKernel(source);
 }
 
 /// `gpu.shuffle up` by one: lane l reads lane l - 1 of its warp; lane 0 has
 /// no source (its own value, valid = false: y = -1).
 std::string shiftUpSource() {
-  return R"mlir(
-module attributes {gpu.container_module} {
-  gpu.module @kiln_kernels {
-    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      %t = gpu.thread_id x
+  return oneBlockKernel(R"mlir(      %t = gpu.thread_id x
       %one = arith.constant 1 : i32
       %width = arith.constant 32 : i32
       %v = memref.load %x[%t] : memref<64xf32>
@@ -130,22 +141,14 @@ module attributes {gpu.container_module} {
       %none = arith.constant -1.0 : f32
       %w = arith.select %ok, %s, %none : f32
       memref.store %w, %y[%t] : memref<64xf32>
-      gpu.return
-    }
-  }
-}
-)mlir";
+)mlir");
 }
 
 /// A block's tree sum through shared memory: six halving steps in an
 /// scf.for, each ending at a barrier every thread reaches (block-uniform
 /// control flow); thread 0 writes the total.
 std::string treeSumSource() {
-  return R"mlir(
-module attributes {gpu.container_module} {
-  gpu.module @kiln_kernels {
-    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) workgroup(%s : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      %t = gpu.thread_id x
+  return oneBlockKernel(R"mlir(      %t = gpu.thread_id x
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c6 = arith.constant 6 : index
@@ -170,51 +173,36 @@ module attributes {gpu.container_module} {
         %total = memref.load %s[%c0] : memref<64xf32, #gpu.address_space<workgroup>>
         memref.store %total, %y[%c0] : memref<64xf32>
       }
-      gpu.return
-    }
-  }
-}
-)mlir";
+)mlir",
+                        "%s : memref<64xf32, #gpu.address_space<workgroup>>");
 }
 
 /// A split point only some threads reach: a barrier (or a shuffle) under a
 /// condition that differs between the threads of a block (of a warp).
 std::string divergentSource(const std::string &splitPoint) {
-  return R"mlir(
-module attributes {gpu.container_module} {
-  gpu.module @kiln_kernels {
-    gpu.func @kiln_k7(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      %t = gpu.thread_id x
+  return oneBlockKernel(R"mlir(      %t = gpu.thread_id x
       %c16 = arith.constant 16 : index
       %v = memref.load %x[%t] : memref<64xf32>
       %low = arith.cmpi ult, %t, %c16 : index
       scf.if %low {
 )mlir" + splitPoint +
-         R"mlir(
+                        R"mlir(
       }
       memref.store %v, %y[%t] : memref<64xf32>
-      gpu.return
-    }
-  }
-}
-)mlir";
+)mlir");
 }
 
 /// A kernel whose buffers are said 16-byte aligned (as the elementwise
 /// template says of its 128-bit accesses).
 std::string alignedSource() {
-  return R"mlir(
-module attributes {gpu.container_module} {
-  gpu.module @kiln_kernels {
-    gpu.func @kiln_k7(%x: memref<64xf32> {llvm.align = 16 : i64}, %y: memref<64xf32> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
-      %t = gpu.thread_id x
+  return oneBlockKernel(R"mlir(      %t = gpu.thread_id x
       %v = memref.load %x[%t] : memref<64xf32>
       memref.store %v, %y[%t] : memref<64xf32>
-      gpu.return
-    } loc("planted.kiln":3:1)
-  }
-}
-)mlir";
+)mlir",
+                        "",
+                        "%x: memref<64xf32> {llvm.align = 16 : i64}, "
+                        "%y: memref<64xf32> {llvm.align = 16 : i64}",
+                        " loc(\"planted.kiln\":3:1)");
 }
 
 using Kernel = void (*)(void **, int64_t, int64_t);
