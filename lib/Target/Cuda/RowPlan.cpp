@@ -452,6 +452,31 @@ static std::optional<RowPlan::Rows> getRows(scf::ParallelOp loop,
   return rows;
 }
 
+/// Marks the rows with no loop to share (a merged kernel's scalar
+/// segment): their first thread runs them alone, in program order.
+static void markFirstThreadRows(RowPlan &plan) {
+  for (RowPlan::Rows &rows : plan.rows) {
+    if (rows.elements)
+      continue;
+    bool shares = false;
+    rows.loop->walk(
+        [&](scf::ForOp loop) { shares |= plan.sharedLoops.count(loop) != 0; });
+    rows.firstThreadOnly = !shares;
+  }
+}
+
+/// Whether every op of `accesses` lies in one first-thread row of one
+/// iteration: one thread then makes them all, in order.
+static bool inOneFirstThreadRow(ArrayRef<Operation *> accesses,
+                                const RowPlan &plan) {
+  return llvm::any_of(plan.rows, [&](const RowPlan::Rows &rows) {
+    return rows.firstThreadOnly && rows.size == 1 &&
+           llvm::all_of(accesses, [&](Operation *op) {
+             return rows.loop->isProperAncestor(op);
+           });
+  });
+}
+
 /// Whether no buffer an elementwise row loop touches is written by another
 /// of the kernel's loops or read by another where it writes (its
 /// iterations are independent; the others' threads own other elements).
@@ -490,21 +515,24 @@ std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
   if (range < 1)
     return std::nullopt;
   Block &kernel = body.getBody().front();
-  // An argument that may share a buffer with another is only read: the
-  // template's ownership is per argument.
+  // The accesses through arguments that may share a buffer with another:
+  // the template's ownership is per argument, so they must be only read
+  // or all lie in one row that its first thread runs alone.
   bool aliasedWrite = false;
+  SmallVector<Operation *> aliasedAccesses;
   body.walk([&](Operation *op) {
     Value memref = getAccessedMemref(op);
     if (memref)
       memref = kernel::getRootBuffer(memref);
     auto argument = dyn_cast_if_present<BlockArgument>(memref);
-    if (!argument || isa<memref::LoadOp>(op) || argument.getOwner() != &kernel)
+    if (!argument || argument.getOwner() != &kernel)
       return;
     unsigned index = argument.getArgNumber();
-    aliasedWrite |= index >= aliasedArguments.size() || aliasedArguments[index];
+    if (index < aliasedArguments.size() && !aliasedArguments[index])
+      return;
+    aliasedAccesses.push_back(op);
+    aliasedWrite |= !isa<memref::LoadOp>(op);
   });
-  if (aliasedWrite)
-    return std::nullopt;
   RowPlan plan;
   plan.range = range;
   plan.warpSize = warpSize;
@@ -542,6 +570,14 @@ std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
     if (!sortRowLoops(*row, plan))
       return std::nullopt;
   }
+  markFirstThreadRows(plan);
+  if (aliasedWrite && !inOneFirstThreadRow(aliasedAccesses, plan))
+    return std::nullopt;
+  llvm::erase_if(rows, [&](Block *row) {
+    return llvm::any_of(plan.rows, [&](const RowPlan::Rows &loop) {
+      return loop.firstThreadOnly && &loop.loop->getRegion(0).front() == row;
+    });
+  });
   if (plan.longestLoop < 2 || !isThreadPrivate(rows, kernel, plan))
     return std::nullopt;
   plan.warpPerRow = range > 1 && plan.longestLoop <= kWarpRowLimit;

@@ -358,6 +358,16 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
     }
     scf::ParallelOp loop = rows.loop;
     mapping.map(loop.getInductionVars()[0], index);
+    if (rows.firstThreadOnly) {
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
+                                arith::ConstantIndexOp::create(b, loc, 0));
+      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      OpBuilder inside(ifFirst.thenBlock()->getTerminator());
+      for (Operation &op : loop.getBody()->without_terminator())
+        inside.clone(op, mapping);
+      continue;
+    }
     if (!rows.elements) {
       emitRow(*loop.getBody(), b, mapping, group);
       continue;

@@ -36,6 +36,9 @@ struct RowPlan {
     int64_t offset = 0;
     int64_t size = 0;
     int64_t elements = 0;
+    /// No loop of the row is shared (a merged kernel's scalar segment):
+    /// the group's first thread runs the whole row alone.
+    bool firstThreadOnly = false;
   };
   /// The kernel's loops over its rows, which a row's group runs one after
   /// the other; empty when the whole body of a kernel of range 1 is its

@@ -328,3 +328,59 @@ kernel.entry @train_step(%m: memref<8xf32> {kernel.kind = #kernel.kind<output>, 
   kernel.launch @bias_grad(%m, %x) : memref<8xf32>, memref<64x8xf32>
   kernel.return
 }
+
+// -----
+
+// A merged kernel's scalar segment (a step counter: increment through a
+// view, then read through the buffer itself) shares no loop: its first
+// thread runs it alone and in order, so its arguments may alias while the
+// other segment's rows are spread over warps.
+// CHECK-LABEL: gpu.func @kiln_counter_and_sums
+// CHECK-SAME: kiln.row = "warp"
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0{{.*}}
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: %[[OLD:.*]] = memref.load %arg0[%c0]
+// CHECK-NEXT: %[[NEW:.*]] = arith.addf %[[OLD]]
+// CHECK-NEXT: memref.store %[[NEW]], %arg0[%c0]
+// CHECK-NEXT: %[[STEP:.*]] = memref.load %arg1[]
+// CHECK-NEXT: memref.store %[[STEP]], %arg2[]
+// CHECK-NEXT: }
+// CHECK: %[[START:.*]] = arith.addi %c0, %[[LANE]]
+// CHECK: scf.for %{{.*}} = %[[START]] to %c100 step %c32{{.*}}
+// CHECK: gpu.shuffle  xor
+kernel.func @counter_and_sums(%view: memref<1xf32>, %step: memref<f32>, %copy: memref<f32>, %x: memref<4x100xf32>, %y: memref<4xf32>) attributes {range = 5 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c100 = arith.constant 100 : index
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    %old = memref.load %view[%c0] : memref<1xf32>
+    %new = arith.addf %old, %one : f32
+    memref.store %new, %view[%c0] : memref<1xf32>
+    %now = memref.load %step[] : memref<f32>
+    memref.store %now, %copy[] : memref<f32>
+    scf.reduce
+  } {kernel.segment_offset = 0 : i64}
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    %sum = scf.for %k = %c0 to %c100 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%r, %k] : memref<4x100xf32>
+      %next = arith.addf %acc, %v : f32
+      scf.yield %next : f32
+    }
+    memref.store %sum, %y[%r] : memref<4xf32>
+    scf.reduce
+  } {kernel.segment_offset = 1 : i64}
+  kernel.return
+}
+kernel.entry @train_step(%step: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "step"},
+                         %copy: memref<f32> {kernel.kind = #kernel.kind<output>, kernel.name = "copy"},
+                         %x: memref<4x100xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                         %y: memref<4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  %view = kernel.view %step : memref<f32> -> memref<1xf32>
+  kernel.launch @counter_and_sums(%view, %step, %copy, %x, %y) : memref<1xf32>, memref<f32>, memref<f32>, memref<4x100xf32>, memref<4xf32>
+  kernel.return
+}
