@@ -41,6 +41,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -604,11 +605,40 @@ NamedTensors syntheticValues(func::FuncOp function,
 /// and batch: the gradients of one step (accumulate_step's accumulators,
 /// through the checked emulator) per tensor within 1e-5, every parameter and
 /// state after ten AdamW steps within 1e-4, and each step's loss within 1e-5
-/// (relative).
+/// (relative). A parameter's elements whose step-0 gradient is below f32
+/// rounding of its largest (the key bias of attention: softmax ignores a
+/// shift of the keys, so that gradient is exactly zero and both targets
+/// compute rounding noise, ~1e-10, in different orders) are left out of the
+/// comparison after ten steps, and counted.
 class CudaEmulatorTest : public CompiledTrainingTest {};
+
+/// Per element of `gradient`: whether it is at the rounding noise of the
+/// tensor's largest element.
+std::vector<bool> findNoiseElements(const std::vector<double> &gradient) {
+  double largest = 0;
+  for (double value : gradient)
+    largest = std::max(largest, std::fabs(value));
+  std::vector<bool> noise(gradient.size());
+  for (size_t i = 0; i < gradient.size(); ++i)
+    noise[i] = std::fabs(gradient[i]) <=
+               std::numeric_limits<float>::epsilon() * largest;
+  return noise;
+}
+
+/// `values` without the elements `noise` marks.
+std::vector<double> withoutNoise(const std::vector<double> &values,
+                                 const std::vector<bool> &noise) {
+  std::vector<double> kept;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (i >= noise.size() || !noise[i])
+      kept.push_back(values[i]);
+  return kept;
+}
 
 TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
   const TrainingCase &c = GetParam();
+  // Per parameter, from the gradient step: its noise elements.
+  std::map<std::string, std::vector<bool>> noise;
   for (int64_t accumulate : {int64_t(2), int64_t(0)}) {
     SCOPED_TRACE(accumulate ? "accumulate_step" : "train_step");
     OwningOpRef<ModuleOp> module = loadTraining(c.model, accumulate);
@@ -654,14 +684,32 @@ TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
     double worst = 0;
     std::string worstName;
     size_t compared = 0;
+    int64_t leftOut = 0;
     for (const auto &[name, like] : values) {
       if (inputs.count(name))
         continue;
       if (accumulate && !llvm::StringRef(name).ends_with(".grad_acc"))
         continue;
-      double error =
-          relativeError(floatsOf(emulated.get(name, like), ElementType::F32),
-                        floatsOf(cpu.get(name, like), ElementType::F32));
+      std::vector<double> got =
+          floatsOf(emulated.get(name, like), ElementType::F32);
+      std::vector<double> want =
+          floatsOf(cpu.get(name, like), ElementType::F32);
+      llvm::StringRef parameter = name;
+      if (accumulate) {
+        std::vector<bool> &marked =
+            noise[parameter.drop_back(llvm::StringRef(".grad_acc").size())
+                      .str()];
+        marked = findNoiseElements(want);
+        leftOut += llvm::count(marked, true);
+      } else {
+        (void)(parameter.consume_back(".adam_m") ||
+               parameter.consume_back(".adam_v"));
+        if (auto marked = noise.find(parameter.str()); marked != noise.end()) {
+          got = withoutNoise(got, marked->second);
+          want = withoutNoise(want, marked->second);
+        }
+      }
+      double error = relativeError(got, want);
       EXPECT_LE(error, tolerance) << name;
       if (error > worst) {
         worst = error;
@@ -671,9 +719,15 @@ TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
     }
     EXPECT_GT(compared, 0u);
     std::printf("[ emulator ] %-8s %-15s %d step(s): loss %.3g, worst "
-                "|d|/|ref| %.3g (%s) over %zu tensors\n",
+                "|d|/|ref| %.3g (%s) over %zu tensors",
                 c.name, entry, steps, worstLoss, worst, worstName.c_str(),
                 compared);
+    if (accumulate)
+      std::printf("; %lld gradient elements at f32 noise, left out after "
+                  "ten steps\n",
+                  static_cast<long long>(leftOut));
+    else
+      std::printf("\n");
   }
 }
 

@@ -567,6 +567,9 @@ std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
   }
   for (Block *row : rows) {
     rewriteColumnAccumulations(*row);
+    if (auto loop = dyn_cast<scf::ParallelOp>(row->getParentOp()))
+      inlineSingleIterationLoops(*row, loop.getInductionVars()[0],
+                                 *getConstantIntValue(loop.getUpperBound()[0]));
     if (!sortRowLoops(*row, plan))
       return std::nullopt;
   }
@@ -584,18 +587,35 @@ std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
   if (plan.warpPerRow) {
     plan.rowsPerBlock = std::min(blockSize / warpSize, range);
     plan.blockSize = plan.rowsPerBlock * warpSize;
-    plan.grid = (range + plan.rowsPerBlock - 1) / plan.rowsPerBlock;
-    return plan;
+  } else {
+    plan.blockSize = std::clamp<int64_t>((plan.longestLoop + warpSize - 1) /
+                                             warpSize * warpSize,
+                                         warpSize, blockSize);
   }
-  plan.blockSize = std::clamp<int64_t>((plan.longestLoop + warpSize - 1) /
-                                           warpSize * warpSize,
-                                       warpSize, blockSize);
-  plan.grid = range;
-  for (Block *row : rows)
-    row->walk([&](scf::ForOp loop) {
+  // Columns need two warps or more to split their sums.
+  for (RowPlan::Rows &loop : plan.rows)
+    loop.columns = !loop.elements && !loop.firstThreadOnly &&
+                   plan.blockSize >= 2 * warpSize &&
+                   isColumnShaped(loop.loop, plan);
+  if (!layOutBlocks(plan))
+    return std::nullopt;
+  int64_t warps = plan.blockSize / warpSize;
+  auto addSharedReductions = [&](Block &row, int64_t words) {
+    row.walk([&](scf::ForOp loop) {
       if (plan.sharedLoops.count(loop))
         for (Value carried : loop.getRegionIterArgs())
-          plan.sharedReductions.push_back(carried.getType());
+          plan.sharedReductions.push_back({carried.getType(), words});
     });
+  };
+  if (plan.rows.empty())
+    addSharedReductions(kernel, warps);
+  for (RowPlan::Rows &loop : plan.rows) {
+    if (loop.elements || loop.firstThreadOnly)
+      continue;
+    if (loop.columns)
+      addSharedReductions(loop.loop->getRegion(0).front(), warps * warpSize);
+    else if (!plan.warpPerRow)
+      addSharedReductions(loop.loop->getRegion(0).front(), warps);
+  }
   return plan;
 }

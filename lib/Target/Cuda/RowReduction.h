@@ -9,6 +9,8 @@
 #ifndef KILN_LIB_TARGET_CUDA_ROWREDUCTION_H
 #define KILN_LIB_TARGET_CUDA_ROWREDUCTION_H
 
+#include "RowTemplate.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
@@ -26,6 +28,24 @@ std::optional<Combine> matchReduction(mlir::scf::ForOp loop, unsigned index);
 /// The memref a memref.load, memref.store or memref.atomic_rmw accesses;
 /// null for any other op.
 mlir::Value getAccessedMemref(mlir::Operation *op);
+
+/// Inlines the loops of `row` (the body of a row loop with induction
+/// variable `iv` over [0, rows)) that run exactly once for every row and
+/// hold loops: a column block of one, `for c = iv to min(iv + 1, K)`
+/// around the column's sums.
+void inlineSingleIterationLoops(mlir::Block &row, mlir::Value iv, int64_t rows);
+
+/// Whether the shared loops of `rows` walk down columns: some access in
+/// them has the row's index last and the loop's before it, none has the
+/// loop's index last, and every column of a block reaches each shared loop
+/// together (no enclosing condition or bound depends on the row).
+bool isColumnShaped(mlir::scf::ParallelOp rows, const RowPlan &plan);
+
+/// Gives each segment of `plan` (its loops at one offset) its own run of
+/// blocks: a row per block, `rowsPerBlock` rows (a warp each), or, when
+/// every loop of the segment is column-shaped, a warp's width of columns
+/// per block. Sets `plan.grid`; false when a loop overruns its segment.
+bool layOutBlocks(RowPlan &plan);
 
 /// A builder at the end of `block`, its terminator (if any) erased.
 inline mlir::OpBuilder atEndWithoutTerminator(mlir::Block *block) {

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -78,6 +79,11 @@ struct Group {
   Value lane, warp;
   int64_t warpSize;
   bool warpPerRow;
+  /// The group is one lane of every warp of the block (a column each).
+  bool columns = false;
+  /// Whether the thread's row exists; null when every row does. A lane
+  /// past the last column repeats it, its stores dropped.
+  Value valid;
   ArrayRef<BlockArgument> shared;
   unsigned nextShared = 0;
   const RowPlan *plan;
@@ -94,9 +100,54 @@ Value shuffle(OpBuilder &b, Location loc, gpu::ShuffleMode mode, Value value,
       .getShuffleResult();
 }
 
+/// Whether the thread is its row's first (and the row exists).
+Value isFirstOfGroup(OpBuilder &b, Location loc, const Group &group) {
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
+                            arith::ConstantIndexOp::create(b, loc, 0));
+  if (group.valid)
+    first = arith::AndIOp::create(b, loc, first, group.valid);
+  return first;
+}
+
+/// A barrier after the reads of a shared buffer when the builder is inside
+/// a loop: the buffer's next use must not overwrite words still unread.
+void barrierBeforeReuse(OpBuilder &b, Location loc) {
+  for (Operation *op = b.getInsertionBlock()->getParentOp();
+       op && !isa<gpu::GPUFuncOp>(op); op = op->getParentOp())
+    if (isa<LoopLikeOpInterface>(op)) {
+      gpu::BarrierOp::create(b, loc);
+      return;
+    }
+}
+
+/// `partial` combined over a column's group (the same lane of each warp):
+/// a word per thread, then every thread combines its column's in warp order.
+Value reduceOverColumn(OpBuilder &b, Location loc, Combine kind, Value partial,
+                       Group &group) {
+  BlockArgument buffer = group.shared[group.nextShared++];
+  Value lanes = arith::ConstantIndexOp::create(b, loc, group.warpSize);
+  Value own = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, group.warp, lanes), group.lane);
+  memref::StoreOp::create(b, loc, partial, buffer, ValueRange{own});
+  gpu::BarrierOp::create(b, loc);
+  Value total;
+  for (int64_t w = 0; w < group.size; ++w) {
+    Value word = arith::AddIOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, w * group.warpSize),
+        group.lane);
+    Value value = memref::LoadOp::create(b, loc, buffer, ValueRange{word});
+    total = total ? combine(b, loc, kind, total, value) : value;
+  }
+  barrierBeforeReuse(b, loc);
+  return total;
+}
+
 /// `partial` combined over the group; every thread gets the same bits.
 Value reduceOverGroup(OpBuilder &b, Location loc, Combine kind, Value partial,
                       Group &group) {
+  if (group.columns)
+    return reduceOverColumn(b, loc, kind, partial, group);
   Value value = partial;
   for (int64_t offset = group.warpSize / 2; offset >= 1; offset /= 2)
     value = combine(
@@ -123,7 +174,23 @@ Value reduceOverGroup(OpBuilder &b, Location loc, Combine kind, Value partial,
                     memref::LoadOp::create(
                         b, loc, buffer,
                         ValueRange{arith::ConstantIndexOp::create(b, loc, w)}));
+  barrierBeforeReuse(b, loc);
   return total;
+}
+
+/// Each store and atomic under `root` only where the thread's row exists.
+void guardStores(Operation *root, Value valid) {
+  SmallVector<Operation *> stores;
+  root->walk([&](Operation *op) {
+    if (isa<memref::StoreOp, memref::AtomicRMWOp>(op))
+      stores.push_back(op);
+  });
+  for (Operation *store : stores) {
+    OpBuilder b(store);
+    auto ifValid =
+        scf::IfOp::create(b, store->getLoc(), valid, /*withElseRegion=*/false);
+    store->moveBefore(ifValid.thenBlock()->getTerminator());
+  }
 }
 
 void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group);
@@ -157,6 +224,8 @@ void emitSharedLoop(scf::ForOp loop, OpBuilder &b, IRMapping &mapping,
       yielded.push_back(mapping.lookup(value));
     scf::YieldOp::create(inside, loc, yielded);
   }
+  if (group.valid)
+    guardStores(shared, group.valid);
   for (auto [index, kind] : llvm::enumerate(kinds)) {
     Value total = reduceOverGroup(b, loc, kind, shared.getResult(index), group);
     Value initial = mapping.lookupOrDefault(loop.getInitArgs()[index]);
@@ -217,10 +286,8 @@ void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
       Operation *store = update->second;
       Operation *modify = *op.getUsers().begin();
       Location loc = op.getLoc();
-      Value first =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
-                                arith::ConstantIndexOp::create(b, loc, 0));
-      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      auto ifFirst = scf::IfOp::create(b, loc, isFirstOfGroup(b, loc, group),
+                                       /*withElseRegion=*/false);
       OpBuilder inside(ifFirst.thenBlock()->getTerminator());
       for (Operation *part : {&op, modify, store}) {
         inside.clone(*part, mapping);
@@ -258,10 +325,8 @@ void emitRow(Block &source, OpBuilder &b, IRMapping &mapping, Group &group) {
     }
     // Stores and atomics of the row itself: once, by its first thread.
     Location loc = op.getLoc();
-    Value first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
-                              arith::ConstantIndexOp::create(b, loc, 0));
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    auto ifFirst = scf::IfOp::create(b, loc, isFirstOfGroup(b, loc, group),
+                                     /*withElseRegion=*/false);
     OpBuilder inside(ifFirst.thenBlock()->getTerminator());
     inside.clone(op, mapping);
   }
@@ -276,12 +341,11 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
   for (unsigned i = 0; i < numBuffers; ++i)
     types.push_back(source.getArgument(i).getType());
   SmallVector<Type> workgroup;
-  int64_t warps = plan.blockSize / plan.warpSize;
   auto space = gpu::AddressSpaceAttr::get(builder.getContext(),
                                           gpu::AddressSpace::Workgroup);
-  for (Type type : plan.sharedReductions)
-    workgroup.push_back(
-        MemRefType::get({warps}, type, MemRefLayoutAttrInterface(), space));
+  for (const RowPlan::SharedReduction &reduction : plan.sharedReductions)
+    workgroup.push_back(MemRefType::get({reduction.words}, reduction.type,
+                                        MemRefLayoutAttrInterface(), space));
   auto func = gpu::GPUFuncOp::create(
       builder, loc, name, builder.getFunctionType(types, {}), workgroup);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
@@ -290,8 +354,13 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
       {static_cast<int32_t>(plan.blockSize), 1, 1}));
   func.setKnownGridSizeAttr(
       builder.getDenseI32ArrayAttr({static_cast<int32_t>(plan.grid), 1, 1}));
-  func->setAttr(kRowTemplateAttr,
-                builder.getStringAttr(plan.warpPerRow ? "warp" : "block"));
+  std::string kind = plan.warpPerRow ? "warp" : "block";
+  auto isColumns = [](const RowPlan::Rows &rows) { return rows.columns; };
+  if (!plan.rows.empty() && llvm::all_of(plan.rows, isColumns))
+    kind = "column";
+  else if (llvm::any_of(plan.rows, isColumns))
+    kind += "+column";
+  func->setAttr(kRowTemplateAttr, builder.getStringAttr(kind));
 
   Block &entry = func.getBody().front();
   OpBuilder b = OpBuilder::atBlockEnd(&entry);
@@ -317,59 +386,84 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
     emitRow(source, b, mapping, group);
     return;
   }
-  Value row = blockId;
-  if (plan.warpPerRow)
-    row = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(
-            b, loc, blockId,
-            arith::ConstantIndexOp::create(b, loc, plan.rowsPerBlock)),
-        group.warp);
   llvm::SmallPtrSet<Operation *, 4> rowLoops;
   for (const RowPlan::Rows &rows : plan.rows)
     rowLoops.insert(rows.loop);
   for (Operation &op : source.without_terminator())
     if (!rowLoops.count(&op))
       b.clone(op, mapping);
-  if (plan.range % plan.rowsPerBlock != 0) {
-    // The last block's extra warps have no row.
-    Value inRange = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ult, row,
-        arith::ConstantIndexOp::create(b, loc, plan.range));
-    auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  }
-  // A merged kernel's launches, one after the other.
+  // A merged kernel's launches, each on its own blocks.
   for (const RowPlan::Rows &rows : plan.rows) {
     OpBuilder::InsertionGuard guard(b);
-    Value index = row;
-    if (rows.offset != 0 || rows.size != plan.range) {
-      // A segment: its rows only, from its own zero.
-      Value offset = arith::ConstantIndexOp::create(b, loc, rows.offset);
+    Value local = blockId;
+    if (rows.blocks != plan.grid) {
+      Value first = arith::ConstantIndexOp::create(b, loc, rows.firstBlock);
       Value end =
-          arith::ConstantIndexOp::create(b, loc, rows.offset + rows.size);
+          arith::ConstantIndexOp::create(b, loc, rows.firstBlock + rows.blocks);
       Value inside = arith::AndIOp::create(
           b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, row, offset),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, end));
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, blockId,
+                                first),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blockId,
+                                end));
       auto ifOp = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
       b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      index = arith::SubIOp::create(b, loc, row, offset);
+      local = arith::SubIOp::create(b, loc, blockId, first);
+    }
+    Value size = arith::ConstantIndexOp::create(b, loc, rows.size);
+    Group rowGroup = group;
+    Value index;
+    if (rows.columns) {
+      // A column per lane; the lanes past the last repeat it.
+      rowGroup.columns = true;
+      rowGroup.member = group.warp;
+      rowGroup.size = plan.blockSize / plan.warpSize;
+      index = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(
+              b, loc, local,
+              arith::ConstantIndexOp::create(b, loc, plan.warpSize)),
+          group.lane);
+      if (rows.blocks * plan.warpSize > rows.size) {
+        rowGroup.valid = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, index, size);
+        index = arith::MinUIOp::create(
+            b, loc, index,
+            arith::ConstantIndexOp::create(b, loc, rows.size - 1));
+      }
+    } else {
+      int64_t perBlock = plan.warpPerRow ? plan.rowsPerBlock : 1;
+      index = local;
+      if (plan.warpPerRow)
+        index = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(
+                b, loc, local,
+                arith::ConstantIndexOp::create(b, loc, plan.rowsPerBlock)),
+            group.warp);
+      if (rows.blocks * perBlock > rows.size) {
+        // The last block's extra warps have no row.
+        Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              index, size);
+        auto ifOp =
+            scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+        b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      }
     }
     scf::ParallelOp loop = rows.loop;
     mapping.map(loop.getInductionVars()[0], index);
     if (rows.firstThreadOnly) {
-      Value first =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.member,
-                                arith::ConstantIndexOp::create(b, loc, 0));
-      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      auto ifFirst = scf::IfOp::create(b, loc, isFirstOfGroup(b, loc, rowGroup),
+                                       /*withElseRegion=*/false);
       OpBuilder inside(ifFirst.thenBlock()->getTerminator());
       for (Operation &op : loop.getBody()->without_terminator())
         inside.clone(op, mapping);
       continue;
     }
     if (!rows.elements) {
-      emitRow(*loop.getBody(), b, mapping, group);
+      emitRow(*loop.getBody(), b, mapping, rowGroup);
+      // The shared buffers are the kernel's, in the order rows use them.
+      group.nextShared = rowGroup.nextShared;
       continue;
     }
     // The row's elements over the group, the last dim fastest.

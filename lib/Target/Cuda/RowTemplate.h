@@ -16,7 +16,9 @@
 
 namespace kiln {
 
-/// On a gpu.func of the row template: "warp" (a warp per row) or "block".
+/// On a gpu.func of the row template: "warp" (a warp per row), "block", or
+/// "column" (a warp's width of columns per block), or "warp+column" and
+/// "block+column" for a merged kernel with segments of both.
 inline constexpr llvm::StringLiteral kRowTemplateAttr = "kiln.row";
 
 /// A kernel whose range's iterations (its rows) each get a group of
@@ -39,6 +41,13 @@ struct RowPlan {
     /// No loop of the row is shared (a merged kernel's scalar segment):
     /// the group's first thread runs the whole row alone.
     bool firstThreadOnly = false;
+    /// The row's shared loops walk down a column (isColumnShaped): a
+    /// block takes a warp's width of rows, one per lane, and its warps
+    /// split each loop, combining through shared memory.
+    bool columns = false;
+    /// The blocks that take these rows (layOutBlocks).
+    int64_t firstBlock = 0;
+    int64_t blocks = 1;
   };
   /// The kernel's loops over its rows, which a row's group runs one after
   /// the other; empty when the whole body of a kernel of range 1 is its
@@ -63,9 +72,14 @@ struct RowPlan {
   /// element (a column's sum added to memory): their stores. The group's
   /// first thread runs them.
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> firstThreadUpdates;
-  /// The element types of the reductions a block combines through shared
-  /// memory (one buffer of a word per warp each); empty for a warp per row.
-  llvm::SmallVector<mlir::Type> sharedReductions;
+  /// The reductions a block combines through shared memory, each with a
+  /// buffer of its element type: a word per warp (a block per row) or per
+  /// thread (columns); none for a warp per row.
+  struct SharedReduction {
+    mlir::Type type;
+    int64_t words;
+  };
+  llvm::SmallVector<SharedReduction> sharedReductions;
 };
 
 /// The row plan of `body` (linalg lowered to loops, not restricted to a

@@ -284,48 +284,78 @@ kernel.entry @predict(%x: memref<4x100xf32> {kernel.kind = #kernel.kind<input>, 
 
 // A column sum accumulated through memory (a bias gradient: zero the
 // column, then for each row M[c] += x[r, c]) is rewritten as a sum over the
-// rows carried in a register, which the row template spreads over a warp
-// per column; the column's total is added to M[c] once, by lane 0.
+// rows carried in a register, and the column block of one around it inlined. Its
+// loads walk down a column, so the column template takes it: a block per 32
+// columns, a column per lane (consecutive lanes read consecutive words of
+// a row of x), the 8 warps splitting the rows. Each thread's partial sum
+// goes to its own shared word; after the barrier every thread adds its
+// column's 8 words in warp order, and warp 0 adds the total to M[c]. The
+// 40 columns take 2 blocks; the lanes past column 39 repeat it, their
+// stores dropped.
 // CHECK-LABEL: gpu.func @kiln_bias_grad
-// CHECK-SAME: kiln.row = "warp"
+// CHECK-SAME: workgroup(%[[BUF:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: kiln.row = "column"
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 2, 1, 1>
 // CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[B:.*]] = gpu.block_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
-// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c64{{.*}} step %c32{{.*}} iter_args
-// CHECK: memref.load %arg1[%[[R]], %{{.*}}]
-// CHECK: gpu.shuffle  xor
-// CHECK: gpu.shuffle  idx
-// CHECK: arith.cmpi eq, %[[LANE]], %c0
-// CHECK: scf.if
-// CHECK: %[[OLD:.*]] = memref.load %arg0[%{{.*}}]
-// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}}
-// CHECK: memref.store %[[NEW]], %arg0[%{{.*}}]
-kernel.func @bias_grad(%m: memref<8xf32>, %x: memref<64x8xf32>) attributes {range = 8 : i64} {
+// CHECK: %[[WARP:.*]] = arith.divui %[[T]], %c32
+// CHECK: %[[FIRSTCOL:.*]] = arith.muli %[[B]], %c32
+// CHECK: %[[COL:.*]] = arith.addi %[[FIRSTCOL]], %[[LANE]]
+// CHECK: %[[VALID:.*]] = arith.cmpi ult, %[[COL]], %c40
+// CHECK: %[[C:.*]] = arith.minui %[[COL]], %c39
+// CHECK: scf.for %[[Z:.*]] = %[[C]] to
+// CHECK: %[[W0:.*]] = arith.cmpi eq, %[[WARP]], %c0
+// CHECK: %[[ZERO:.*]] = arith.andi %[[W0]], %[[VALID]]
+// CHECK: scf.if %[[ZERO]] {
+// CHECK-NEXT: memref.store %{{.*}}, %arg0[%[[Z]]]
+// CHECK: %[[START:.*]] = arith.addi %c0, %[[WARP]]
+// CHECK: %[[SUM:.*]] = scf.for %[[R:.*]] = %[[START]] to %c64 step %c8{{.*}} iter_args
+// CHECK: memref.load %arg1[%[[R]], %[[C]]]
+// CHECK: %[[ROWBASE:.*]] = arith.muli %[[WARP]], %c32
+// CHECK: %[[OWN:.*]] = arith.addi %[[ROWBASE]], %[[LANE]]
+// CHECK: memref.store %[[SUM]], %[[BUF]][%[[OWN]]]
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[AT0:.*]] = arith.addi %c0{{.*}}, %[[LANE]]
+// CHECK: %[[P0:.*]] = memref.load %[[BUF]][%[[AT0]]]
+// CHECK: %[[AT1:.*]] = arith.addi %c32{{.*}}, %[[LANE]]
+// CHECK: %[[P1:.*]] = memref.load %[[BUF]][%[[AT1]]]
+// CHECK: arith.addf %[[P0]], %[[P1]]
+// CHECK: %[[AT7:.*]] = arith.addi %c224, %[[LANE]]
+// CHECK: memref.load %[[BUF]][%[[AT7]]]
+// CHECK-NOT: gpu.barrier
+// CHECK: %[[LAST:.*]] = arith.andi %{{.*}}, %[[VALID]]
+// CHECK: scf.if %[[LAST]] {
+// CHECK-NEXT: %[[OLD:.*]] = memref.load %arg0[%[[C]]]
+// CHECK-NEXT: %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}}
+// CHECK-NEXT: memref.store %[[NEW]], %arg0[%[[C]]]
+kernel.func @bias_grad(%m: memref<40xf32>, %x: memref<64x40xf32>) attributes {range = 40 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %c40 = arith.constant 40 : index
   %c64 = arith.constant 64 : index
   %zero = arith.constant 0.0 : f32
-  scf.parallel (%b) = (%c0) to (%c8) step (%c1) {
+  scf.parallel (%b) = (%c0) to (%c40) step (%c1) {
     %next = arith.addi %b, %c1 : index
-    %end = arith.minui %next, %c8 : index
+    %end = arith.minui %next, %c40 : index
     scf.for %c = %b to %end step %c1 {
-      memref.store %zero, %m[%c] : memref<8xf32>
+      memref.store %zero, %m[%c] : memref<40xf32>
     }
     scf.for %r = %c0 to %c64 step %c1 {
       scf.for %c = %b to %end step %c1 {
-        %v = memref.load %x[%r, %c] : memref<64x8xf32>
-        %old = memref.load %m[%c] : memref<8xf32>
+        %v = memref.load %x[%r, %c] : memref<64x40xf32>
+        %old = memref.load %m[%c] : memref<40xf32>
         %new = arith.addf %old, %v : f32
-        memref.store %new, %m[%c] : memref<8xf32>
+        memref.store %new, %m[%c] : memref<40xf32>
       }
     }
     scf.reduce
   }
   kernel.return
 }
-kernel.entry @train_step(%m: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "m"},
-                         %x: memref<64x8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"}) {
-  kernel.launch @bias_grad(%m, %x) : memref<8xf32>, memref<64x8xf32>
+kernel.entry @train_step(%m: memref<40xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "m"},
+                         %x: memref<64x40xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"}) {
+  kernel.launch @bias_grad(%m, %x) : memref<40xf32>, memref<64x40xf32>
   kernel.return
 }
 
