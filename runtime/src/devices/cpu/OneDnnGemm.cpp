@@ -6,8 +6,11 @@
 // f32 GEMMs, AVX512-BF16 and AMX bf16 matmuls), so its speed does not hang
 // on a table of CPU models. f32 goes through dnnl_sgemm; bf16 x bf16 -> f32
 // through a matmul primitive (fp32 accumulation), created once per shape and
-// kept, since creating one costs a fraction of a millisecond. oneDNN has no
-// f64 GEMM: those go to the next library built in.
+// kept, since creating one costs a fraction of a millisecond. On a CPU
+// without AVX-512 oneDNN 2.x has no bf16 matmul: those GEMMs widen A and B to
+// f32 (exactly: a bf16 is the top half of an f32) and run dnnl_sgemm, the
+// same products accumulated in f32, and isa() says so. oneDNN has no f64
+// GEMM: those go to the next library built in.
 //
 // Debian's oneDNN threads with OpenMP (libgomp). Each thread that calls it
 // limits its own OpenMP team to one thread, so oneDNN computes on the
@@ -19,8 +22,11 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -87,6 +93,19 @@ int isaRank(dnnl_cpu_isa_t isa) {
 using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
                              int64_t, int64_t, double, double>;
 
+/// The bf16 elements of a `rows` x `columns` matrix with leading dim `ld`,
+/// widened into `wide` (leading dim `columns`).
+void widenBf16(const void *matrix, int64_t rows, int64_t columns, int64_t ld,
+               std::vector<float> &wide) {
+  wide.resize(static_cast<size_t>(rows * columns));
+  const auto *halves = static_cast<const uint16_t *>(matrix);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c) {
+      uint32_t bits = static_cast<uint32_t>(halves[r * ld + c]) << 16;
+      std::memcpy(&wide[r * columns + c], &bits, sizeof(float));
+    }
+}
+
 struct Matmul {
   dnnl_primitive_t primitive = nullptr;
   dnnl_memory_desc_t a, b, c, scratchpad;
@@ -121,7 +140,10 @@ public:
            std::to_string(v->minor) + "." + std::to_string(v->patch);
   }
   std::string isa() const override {
-    return isaName(dnnl_get_effective_cpu_isa());
+    std::string isa = isaName(dnnl_get_effective_cpu_isa());
+    if (!hasBf16Matmul())
+      isa += "; bf16 widened to f32";
+    return isa;
   }
   /// Before 3.11 its JIT f32 GEMM points rsp into a heap buffer (oneDNN
   /// issue #4845): a signal delivered meanwhile corrupts the heap.
@@ -165,13 +187,47 @@ public:
     runMatmul(p);
   }
   std::string prepare(const GemmProblem &p) const override {
-    if (p.types != GemmTypes::BF16_F32 || p.m <= 0 || p.n <= 0)
+    if (p.types != GemmTypes::BF16_F32 || p.m <= 0 || p.n <= 0 ||
+        !hasBf16Matmul())
       return "";
     const Matmul *found = nullptr;
     return findMatmul(p, found);
   }
 
 private:
+  /// Whether oneDNN makes bf16 matmuls on this CPU (it needs AVX-512),
+  /// tried once on a small one.
+  bool hasBf16Matmul() const {
+    std::call_once(probed_, [&] {
+      if (!engine_)
+        return;
+      GemmProblem probe;
+      probe.types = GemmTypes::BF16_F32;
+      probe.m = probe.n = probe.k = 2;
+      probe.lda = probe.ldb = probe.ldc = 2;
+      const Matmul *found = nullptr;
+      bf16Matmul_ = findMatmul(probe, found).empty();
+    });
+    return bf16Matmul_;
+  }
+
+  /// bf16 x bf16 -> f32 as an f32 GEMM of the widened operands.
+  void runWidened(const GemmProblem &p) const {
+    thread_local std::vector<float> a, b;
+    int64_t aRows = p.transposeA ? p.k : p.m,
+            aColumns = p.transposeA ? p.m : p.k;
+    int64_t bRows = p.transposeB ? p.n : p.k,
+            bColumns = p.transposeB ? p.k : p.n;
+    widenBf16(p.a, aRows, aColumns, p.lda, a);
+    widenBf16(p.b, bRows, bColumns, p.ldb, b);
+    check(dnnl_sgemm(p.transposeA ? 'T' : 'N', p.transposeB ? 'T' : 'N', p.m,
+                     p.n, p.k, static_cast<float>(p.alpha), a.data(),
+                     std::max<int64_t>(aColumns, 1), b.data(),
+                     std::max<int64_t>(bColumns, 1), static_cast<float>(p.beta),
+                     static_cast<float *>(p.c), p.ldc > 0 ? p.ldc : 1),
+          "dnnl_sgemm (bf16 widened)");
+  }
+
   /// Aborts on a failed call while a step runs: prepare() created every
   /// primitive and the shapes were validated when the plan was loaded, so a
   /// failure here is a broken invariant, not bad input.
@@ -255,6 +311,10 @@ private:
   }
 
   void runMatmul(const GemmProblem &p) const {
+    if (!hasBf16Matmul()) {
+      runWidened(p);
+      return;
+    }
     const Matmul *found = nullptr;
     std::string error = findMatmul(p, found);
     if (!error.empty()) {
@@ -294,6 +354,8 @@ private:
   }
 
   dnnl_engine_t engine_ = nullptr;
+  mutable std::once_flag probed_;
+  mutable bool bf16Matmul_ = false;
   mutable std::mutex mutex_;
   mutable std::map<MatmulKey, Matmul> matmuls_;
 };
