@@ -131,11 +131,52 @@ struct Accumulation {
   memref::StoreOp store;
 };
 
+/// Where `indices` place `iv`, so that distinct values of `iv` reach
+/// distinct elements: the position of `iv` itself, or of the pair
+/// (iv / K, iv % K) of a delinearized index (encoded past the positions,
+/// with K); nullopt when neither is there.
+std::optional<int64_t> findOwnerPosition(ValueRange indices, Value iv) {
+  if (auto at = llvm::find(indices, iv); at != indices.end())
+    return at - indices.begin();
+  for (auto [p, quotient] : llvm::enumerate(indices)) {
+    auto div = quotient.getDefiningOp<arith::DivUIOp>();
+    std::optional<int64_t> k =
+        div ? getConstantIntValue(div.getRhs()) : std::nullopt;
+    if (!div || div.getLhs() != iv || !k)
+      continue;
+    for (auto [q, remainder] : llvm::enumerate(indices)) {
+      auto rem = remainder.getDefiningOp<arith::RemUIOp>();
+      if (rem && rem.getLhs() == iv && getConstantIntValue(rem.getRhs()) == k)
+        return (((*k << 8) | static_cast<int64_t>(p)) << 8 |
+                static_cast<int64_t>(q)) +
+               (1 << 16);
+    }
+  }
+  return std::nullopt;
+}
+
+/// Whether `store` in `inner` (inside `outer`) writes an element no other
+/// iteration of the nest writes, to a buffer nothing else in `outer`
+/// touches: a map's output, which the loops may run in any order.
+bool isIndependentStore(memref::StoreOp store, scf::ForOp outer,
+                        scf::ForOp inner) {
+  ValueRange indices = store.getIndices();
+  if (!llvm::is_contained(indices, inner.getInductionVar()) ||
+      !findOwnerPosition(indices, outer.getInductionVar()))
+    return false;
+  WalkResult elsewhere = outer.walk([&](Operation *op) {
+    return op != store && getAccessedMemref(op) == store.getMemRef()
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return !elsewhere.wasInterrupted();
+}
+
 /// The accumulations of `inner` (a column block inside a loop `outer` over
-/// rows) when they are all it writes: each store's value the sum of a load
-/// of the same element and a value of the row, its indices `inner`'s index
-/// or values from outside `outer`, its buffer touched nowhere else in
-/// `outer`.
+/// rows) when all else it writes are independent stores: each
+/// accumulation's value the sum of a load of the same element and a value
+/// of the row, its indices `inner`'s index or values from outside `outer`,
+/// its buffer touched nowhere else in `outer`.
 std::optional<SmallVector<Accumulation>> matchAccumulations(scf::ForOp outer,
                                                             scf::ForOp inner) {
   SmallVector<Accumulation> found;
@@ -146,8 +187,11 @@ std::optional<SmallVector<Accumulation>> matchAccumulations(scf::ForOp outer,
     if (!store)
       return std::nullopt;
     auto add = store.getValueToStore().getDefiningOp<arith::AddFOp>();
-    if (!add || !add->hasOneUse() || add->getBlock() != inner.getBody())
+    if (!add || !add->hasOneUse() || add->getBlock() != inner.getBody()) {
+      if (isIndependentStore(store, outer, inner))
+        continue;
       return std::nullopt;
+    }
     memref::LoadOp load;
     for (Value side : {add.getLhs(), add.getRhs()})
       if (auto candidate = side.getDefiningOp<memref::LoadOp>();
@@ -376,9 +420,9 @@ bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
     return false;
   // Per buffer: the owner position of the shared loops' accesses, or
   // kRowOwned.
-  constexpr unsigned kRowOwned = ~0u;
-  llvm::DenseMap<Value, unsigned> owner;
-  auto claim = [&](Value memref, unsigned position) {
+  constexpr int64_t kRowOwned = -1;
+  llvm::DenseMap<Value, int64_t> owner;
+  auto claim = [&](Value memref, int64_t position) {
     auto [it, inserted] = owner.try_emplace(memref, position);
     return inserted || it->second == position;
   };
@@ -405,10 +449,9 @@ bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
         return claim(memref, kRowOwned) ? WalkResult::advance()
                                         : WalkResult::interrupt();
       }
-      ValueRange indices = getAccessIndices(op);
-      auto at = llvm::find(indices, loop.getInductionVar());
-      if (at == indices.end() ||
-          !claim(memref, static_cast<unsigned>(at - indices.begin())))
+      std::optional<int64_t> position =
+          findOwnerPosition(getAccessIndices(op), loop.getInductionVar());
+      if (!position || !claim(memref, *position))
         return WalkResult::interrupt();
       return WalkResult::advance();
     });

@@ -414,3 +414,58 @@ kernel.entry @train_step(%step: memref<f32> {kernel.kind = #kernel.kind<output>,
   kernel.launch @counter_and_sums(%view, %step, %copy, %x, %y) : memref<1xf32>, memref<f32>, memref<f32>, memref<4x100xf32>, memref<4xf32>
   kernel.return
 }
+
+// -----
+
+// A residual add that also sums its output's columns (the bias gradient
+// of the layer below): the map's store reaches a distinct element per
+// (row, column), through the row split as (r / 16, r % 16), so the loops
+// may be swapped; the column template spreads the rows over the warps,
+// each thread storing its own elements of `out`.
+// CHECK-LABEL: gpu.func @kiln_add_and_column_sum
+// CHECK-SAME: kiln.row = "column"
+// CHECK-SAME: known_grid_size = array<i32: 2, 1, 1>
+// CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32
+// CHECK: %[[C:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[START:.*]] = arith.addi %c0, %[[WARP]]
+// CHECK: scf.for %[[R:.*]] = %[[START]] to %c64 step %c8{{.*}} iter_args
+// CHECK-DAG: %[[LOW:.*]] = arith.remui %[[R]], %c16
+// CHECK-DAG: %[[HIGH:.*]] = arith.divui %[[R]], %c16
+// CHECK: memref.store %{{.*}}, %arg2[%[[HIGH]], %[[LOW]], %[[C]]]
+// CHECK: gpu.barrier
+kernel.func @add_and_column_sum(%x: memref<4x16x64xf32>, %y: memref<4x16x64xf32>, %out: memref<4x16x64xf32>, %m: memref<64xf32>) attributes {range = 64 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%b) = (%c0) to (%c64) step (%c1) {
+    %next = arith.addi %b, %c1 : index
+    %end = arith.minui %next, %c64 : index
+    scf.for %c = %b to %end step %c1 {
+      memref.store %zero, %m[%c] : memref<64xf32>
+    }
+    scf.for %r = %c0 to %c64 step %c1 {
+      scf.for %c = %b to %end step %c1 {
+        %low = arith.remui %r, %c16 : index
+        %high = arith.divui %r, %c16 : index
+        %u = memref.load %x[%high, %low, %c] : memref<4x16x64xf32>
+        %v = memref.load %y[%high, %low, %c] : memref<4x16x64xf32>
+        %w = arith.addf %u, %v : f32
+        memref.store %w, %out[%high, %low, %c] : memref<4x16x64xf32>
+        %old = memref.load %m[%c] : memref<64xf32>
+        %new = arith.addf %old, %w : f32
+        memref.store %new, %m[%c] : memref<64xf32>
+      }
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @train_step(%x: memref<4x16x64xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                         %y: memref<4x16x64xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "y"},
+                         %out: memref<4x16x64xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "out"},
+                         %m: memref<64xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "m"}) {
+  kernel.launch @add_and_column_sum(%x, %y, %out, %m) : memref<4x16x64xf32>, memref<4x16x64xf32>, memref<4x16x64xf32>, memref<64xf32>
+  kernel.return
+}
