@@ -148,9 +148,12 @@ bool kiln::row::isColumnShaped(scf::ParallelOp rows, const RowPlan &plan) {
       // The loop walking the fastest dim is a row's, not a column's.
       if (onLoop(indices.back()))
         return WalkResult::interrupt();
-      if (indices.back() == iv &&
-          llvm::any_of(indices.drop_back(),
-                       [&](Value index) { return onLoop(index); }))
+      // The row's index, or its low part (a row split as (i / K, i % K)),
+      // last: neighbouring rows at neighbouring addresses.
+      auto low = indices.back().getDefiningOp<arith::RemUIOp>();
+      bool rowLast = indices.back() == iv || (low && low.getLhs() == iv);
+      if (rowLast && llvm::any_of(indices.drop_back(),
+                                  [&](Value index) { return onLoop(index); }))
         column = true;
       return WalkResult::advance();
     });

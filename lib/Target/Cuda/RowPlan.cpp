@@ -161,7 +161,7 @@ std::optional<int64_t> findOwnerPosition(ValueRange indices, Value iv) {
 bool isIndependentStore(memref::StoreOp store, scf::ForOp outer,
                         scf::ForOp inner) {
   ValueRange indices = store.getIndices();
-  if (!llvm::is_contained(indices, inner.getInductionVar()) ||
+  if (!findOwnerPosition(indices, inner.getInductionVar()) ||
       !findOwnerPosition(indices, outer.getInductionVar()))
     return false;
   WalkResult elsewhere = outer.walk([&](Operation *op) {

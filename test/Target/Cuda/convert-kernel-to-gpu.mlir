@@ -469,3 +469,51 @@ kernel.entry @train_step(%x: memref<4x16x64xf32> {kernel.kind = #kernel.kind<inp
   kernel.launch @add_and_column_sum(%x, %y, %out, %m) : memref<4x16x64xf32>, memref<4x16x64xf32>, memref<4x16x64xf32>, memref<64xf32>
   kernel.return
 }
+
+// -----
+
+// The position embedding's gradient: a sum over the batch of each (t, c)
+// element of a 4x16x8 tensor, the row index split as (i / 8, i % 8). With
+// the row's low part last, neighbouring rows are neighbouring words, and
+// the column template takes it.
+// CHECK-LABEL: gpu.func @kiln_batch_sum
+// CHECK-SAME: kiln.row = "column"
+// CHECK-SAME: known_grid_size = array<i32: 4, 1, 1>
+// CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32
+// CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32
+// CHECK: %[[START:.*]] = arith.addi %c0, %[[WARP]]
+// CHECK: scf.for %[[B:.*]] = %[[START]] to %c4 step %c8{{.*}} iter_args
+// CHECK: memref.load %arg0[%[[B]], %{{.*}}, %{{.*}}] : memref<4x16x8xf32>
+// CHECK: gpu.barrier
+kernel.func @batch_sum(%x: memref<4x16x8xf32>, %m: memref<128xf32>) attributes {range = 128 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%c128) step (%c1) {
+    %next = arith.addi %i, %c1 : index
+    %end = arith.minui %next, %c128 : index
+    scf.for %c = %i to %end step %c1 {
+      memref.store %zero, %m[%c] : memref<128xf32>
+    }
+    scf.for %b = %c0 to %c4 step %c1 {
+      scf.for %c = %i to %end step %c1 {
+        %low = arith.remui %c, %c8 : index
+        %high = arith.divui %c, %c8 : index
+        %v = memref.load %x[%b, %high, %low] : memref<4x16x8xf32>
+        %old = memref.load %m[%c] : memref<128xf32>
+        %new = arith.addf %old, %v : f32
+        memref.store %new, %m[%c] : memref<128xf32>
+      }
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @train_step(%x: memref<4x16x8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                         %m: memref<128xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "m"}) {
+  kernel.launch @batch_sum(%x, %m) : memref<4x16x8xf32>, memref<128xf32>
+  kernel.return
+}
