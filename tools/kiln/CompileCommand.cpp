@@ -32,6 +32,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -445,9 +446,10 @@ int kiln::cli::runCompile() {
       WithColor::note(errs(), "kiln")
           << templates.perIteration << " of " << templates.kernels
           << " GPU kernels run one thread per iteration of their range (a "
-             "scatter, a scalar kernel, or rows the row template cannot "
-             "spread): the column and transpose templates are not built "
-             "yet (docs/cuda.md)\n";
+             "scatter, a scalar kernel, or rows the row and column "
+             "templates cannot spread): "
+          << llvm::join(templates.perIterationNames, ", ")
+          << " (--emit=gpu shows them; docs/cuda.md)\n";
     return 0;
   }
 

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -41,8 +42,17 @@ GpuTemplateCounts kiln::countGpuTemplates(ModuleOp gpuModule) {
     if (!func.isKernel())
       return;
     ++counts.kernels;
-    counts.perIteration +=
-        !func->hasAttr(kElementwiseAttr) && !func->hasAttr(kRowTemplateAttr);
+    if (func->hasAttr(kElementwiseAttr) || func->hasAttr(kRowTemplateAttr))
+      return;
+    // A scalar kernel (one block, no loop: a step counter) has nothing to
+    // spread.
+    DenseI32ArrayAttr grid = func.getKnownGridSizeAttr();
+    bool loops = false;
+    func.walk([&](LoopLikeOpInterface) { loops = true; });
+    if (!loops && grid && grid.size() == 3 && grid[0] == 1)
+      return;
+    ++counts.perIteration;
+    counts.perIterationNames.push_back(func.getName().str());
   });
   return counts;
 }

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -59,11 +60,13 @@ LaunchShape getLaunchShape(int64_t range, int64_t blockSize,
 /// thousand threads, the thread pool's unit of work.
 int64_t getEmulatorGrain(int64_t grid, int64_t block);
 
-/// The kernels of a module from buildGpuModule, and how many of them run a
-/// thread per iteration of their range (no elementwise template).
+/// The kernels of a module from buildGpuModule, and which of them run a
+/// thread per iteration of their range (neither template took them, and
+/// they are not a scalar kernel: one block, no loop).
 struct GpuTemplateCounts {
   int64_t kernels = 0;
   int64_t perIteration = 0;
+  std::vector<std::string> perIterationNames;
 };
 GpuTemplateCounts countGpuTemplates(mlir::ModuleOp gpuModule);
 
