@@ -13,6 +13,7 @@
 #include "EmulateBlock.h"
 #include "EmulatorChecks.h"
 #include "RowTemplate.h"
+#include "ScatterPartition.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -42,7 +43,8 @@ GpuTemplateCounts kiln::countGpuTemplates(ModuleOp gpuModule) {
     if (!func.isKernel())
       return;
     ++counts.kernels;
-    if (func->hasAttr(kElementwiseAttr) || func->hasAttr(kRowTemplateAttr))
+    if (func->hasAttr(kElementwiseAttr) || func->hasAttr(kRowTemplateAttr) ||
+        func->hasAttr(kScatterAttr))
       return;
     // A scalar kernel (one block, no loop: a step counter) has nothing to
     // spread.

@@ -14,6 +14,7 @@
 #include "kiln/Target/RestrictToChunk.h"
 
 #include "RowTemplate.h"
+#include "ScatterPartition.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -73,6 +74,9 @@ struct Kernel {
   }
   /// A group of threads per iteration of the range (RowTemplate.h).
   std::optional<RowPlan> row;
+  /// The partitions of a scatter-add's destination rows
+  /// (ScatterPartition.h); 1 for any other kernel.
+  int64_t scatterPartitions = 1;
 };
 
 /// For each kernel, which of its arguments some launch passes a buffer
@@ -282,6 +286,9 @@ void buildGpuKernel(OpBuilder &builder, const Kernel &kernel, int64_t threads,
   // iteration of the range).
   if (!kernel.loops.empty() && !hasNestedLoop(kernel))
     func->setAttr(kElementwiseAttr, builder.getI64IntegerAttr(kernel.width));
+  if (kernel.scatterPartitions > 1)
+    func->setAttr(kScatterAttr,
+                  builder.getI64IntegerAttr(kernel.scatterPartitions));
   // Distinct buffers also say noalias, so that LLVM may load a thread's
   // elements before it stores any and make the loads one.
   if (kernel.width > 1)
@@ -385,6 +392,13 @@ struct ConvertKernelToGpuPass
         if (kernel.row)
           kernel.loops.clear();
       }
+      // A scatter-add: a thread per column and partition of its rows.
+      if (!kernel.row && (kernel.loops.empty() || hasNestedLoop(kernel)))
+        if (std::optional<int64_t> partitions =
+                partitionScatter(kernel.body, kernel.range)) {
+          kernel.range *= *partitions;
+          kernel.scatterPartitions = *partitions;
+        }
       if (kernel.loops.empty() && !kernel.row &&
           failed(restrictToChunk(kernel.body, kernel.range)))
         return signalPassFailure();

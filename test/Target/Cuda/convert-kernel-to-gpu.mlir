@@ -517,3 +517,74 @@ kernel.entry @train_step(%x: memref<4x16x8xf32> {kernel.kind = #kernel.kind<inpu
   kernel.launch @batch_sum(%x, %m) : memref<4x16x8xf32>, memref<128xf32>
   kernel.return
 }
+
+// -----
+
+// The embedding gradient: a scatter-add by token id, a column per
+// iteration. Ids repeat, so the tokens stay in order on one thread, but
+// the destination rows are split: thread i takes column i % 16 of
+// partition p = i / 16 (8 partitions, one per row of G here), zeroes the
+// rows v with v % 8 == p, and adds only the tokens whose id it owns. A bad
+// id still sets the status on every thread that meets it.
+// CHECK-LABEL: gpu.func @kiln_embedding_grad
+// CHECK-SAME: kiln.scatter = 8
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 1, 1, 1>
+// CHECK: %[[I:.*]] = arith.addi
+// CHECK: %[[COL:.*]] = arith.remui %[[I]], %c16
+// CHECK: %[[PART:.*]] = arith.divui %[[I]], %c16
+// CHECK: scf.for %[[V:.*]] = %[[PART]] to %c8{{.*}} step %c8
+// CHECK: memref.store %{{.*}}, %arg2[%[[V]], %{{.*}}]
+// CHECK: scf.for %[[T:.*]] = %c0{{.*}} to %c10
+// CHECK: %[[ID:.*]] = arith.index_cast
+// CHECK: %[[OWNER:.*]] = arith.remui %[[ID]], %c8
+// CHECK: %[[OWNS:.*]] = arith.cmpi eq, %[[OWNER]], %[[PART]]
+// CHECK: scf.if %[[OWNS]] {
+// CHECK: memref.load %arg2[%[[ID]],
+// CHECK: memref.store %{{.*}}, %arg2[%[[ID]],
+kernel.func @embedding_grad(%dy: memref<10x16xf32>, %ids: memref<10xi32>, %g: memref<8x16xf32>, %status: memref<2xi64>) attributes {range = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c10 = arith.constant 10 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %c0_i64 = arith.constant 0 : i64
+  %c1_i64 = arith.constant 1 : i64
+  %c8_i64 = arith.constant 8 : i64
+  scf.parallel (%b) = (%c0) to (%c16) step (%c1) {
+    %next = arith.addi %b, %c1 : index
+    %end = arith.minui %next, %c16 : index
+    scf.for %v = %c0 to %c8 step %c1 {
+      scf.for %c = %b to %end step %c1 {
+        memref.store %zero, %g[%v, %c] : memref<8x16xf32>
+      }
+    }
+    scf.for %t = %c0 to %c10 step %c1 {
+      %raw = memref.load %ids[%t] : memref<10xi32>
+      %wide = arith.extsi %raw : i32 to i64
+      %low = arith.cmpi slt, %wide, %c0_i64 : i64
+      %high = arith.cmpi sge, %wide, %c8_i64 : i64
+      %bad = arith.ori %low, %high : i1
+      scf.if %bad {
+        %0 = memref.atomic_rmw maxs %c1_i64, %status[%c0] : (i64, memref<2xi64>) -> i64
+      } else {
+        %id = arith.index_cast %wide : i64 to index
+        scf.for %c = %b to %end step %c1 {
+          %old = memref.load %g[%id, %c] : memref<8x16xf32>
+          %x = memref.load %dy[%t, %c] : memref<10x16xf32>
+          %new = arith.addf %old, %x : f32
+          memref.store %new, %g[%id, %c] : memref<8x16xf32>
+        }
+      }
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @train_step(%dy: memref<10x16xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "dy"},
+                         %ids: memref<10xi32> {kernel.kind = #kernel.kind<input>, kernel.name = "ids"},
+                         %g: memref<8x16xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "g"},
+                         %status: memref<2xi64> {kernel.kind = #kernel.kind<output>, kernel.name = "status"}) {
+  kernel.launch @embedding_grad(%dy, %ids, %g, %status) : memref<10x16xf32>, memref<10xi32>, memref<8x16xf32>, memref<2xi64>
+  kernel.return
+}
