@@ -13,9 +13,12 @@
 #include "mlir/Support/Timing.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <thread>
 
 using namespace mlir;
 using namespace kiln;
@@ -74,21 +77,9 @@ writeCudaKernels(ModuleOp module,
   planOptions.launches = getGpuLaunches(**gpu);
   if (options.templates)
     *options.templates = countGpuTemplates(**gpu);
-  {
-    OwningOpRef<ModuleOp> emulated = (**gpu).clone();
-    if (failed(convertToEmulator(*emulated, options.checkedEmulator)))
-      return failure();
-    TimingScope building = timing.nest("GPU emulator (kernels.emu.so)");
-    std::string bytes;
-    HostTargetOptions emulatorHost = options.host;
-    emulatorHost.aggressive = false;
-    if (failed(buildKernelsSharedObject(*emulated, pathOf("kernels.emu.so"),
-                                        emulatorHost, &building, &bytes)))
-      return failure();
-    planOptions.emulatorHash = hashBytes(bytes.data(), bytes.size());
-  }
-  if (options.onStageDone)
-    options.onStageDone("GPU emulator (kernels.emu.so)");
+  // The emulator builds from the kernels as mapped, while ptxas (a process
+  // of its own) assembles the PTX: the two longest stages overlap.
+  OwningOpRef<ModuleOp> emulated = (**gpu).clone();
 
   FailureOr<std::string> ptx;
   {
@@ -107,14 +98,43 @@ writeCudaKernels(ModuleOp module,
 
   // A cubin where the toolkit's ptxas is; PTX that ptxas refuses is an
   // error, not a file left for the driver to refuse.
-  if (findPtxas().empty())
+  bool assemble = !findPtxas().empty();
+  FailureOr<std::string> cubin = failure();
+  std::string ptxasError;
+  std::thread assembler;
+  if (assemble)
+    assembler = std::thread([&] {
+      TimingScope assembling = timing.nest("ptxas (kernels.cubin)");
+      cubin = runPtxas(*ptx, options.cuda.arch, ptxasError);
+    });
+  auto joinAssembler = llvm::make_scope_exit([&] {
+    if (assembler.joinable())
+      assembler.join();
+  });
+
+  {
+    if (failed(convertToEmulator(*emulated, options.checkedEmulator)))
+      return failure();
+    TimingScope building = timing.nest("GPU emulator (kernels.emu.so)");
+    std::string bytes;
+    HostTargetOptions emulatorHost = options.host;
+    emulatorHost.aggressive = false;
+    if (failed(buildKernelsSharedObject(*emulated, pathOf("kernels.emu.so"),
+                                        emulatorHost, &building, &bytes)))
+      return failure();
+    planOptions.emulatorHash = hashBytes(bytes.data(), bytes.size());
+  }
+  if (options.onStageDone)
+    options.onStageDone("GPU emulator (kernels.emu.so)");
+
+  if (!assemble)
     return success();
-  TimingScope assembling = timing.nest("ptxas (kernels.cubin)");
-  std::string error;
-  FailureOr<std::string> cubin = runPtxas(*ptx, options.cuda.arch, error);
+  assembler.join();
   if (failed(cubin))
-    return mlir::emitError(UnknownLoc::get(module.getContext())) << error;
+    return mlir::emitError(UnknownLoc::get(module.getContext())) << ptxasError;
   planOptions.cubinHash = hashBytes(cubin->data(), cubin->size());
+  if (options.onStageDone)
+    options.onStageDone("ptxas (kernels.cubin)");
   return writeFile(module, pathOf("kernels.cubin"),
                    [&](llvm::raw_ostream &os) { os << *cubin; });
 }
