@@ -604,12 +604,12 @@ NamedTensors syntheticValues(func::FuncOp function,
 /// the reference GEMM), against the cpu target from the same parameters
 /// and batch: the gradients of one step (accumulate_step's accumulators,
 /// through the checked emulator) per tensor within 1e-5, every parameter and
-/// state after ten AdamW steps within 1e-4, and each step's loss within 1e-5
-/// (relative). A parameter's elements whose step-0 gradient is below f32
-/// rounding of its largest (the key bias of attention: softmax ignores a
-/// shift of the keys, so that gradient is exactly zero and both targets
-/// compute rounding noise, ~1e-10, in different orders) are left out of the
-/// comparison after ten steps, and counted.
+/// state after ten AdamW steps within 1e-4, each step's loss within 1e-5
+/// (relative), and eval_step's and predict's outputs within 1e-5. A parameter's
+/// elements whose step-0 gradient is below f32 rounding of its largest (the key
+/// bias of attention: softmax ignores a shift of the keys, so that gradient is
+/// exactly zero and both targets compute rounding noise, ~1e-10, in different
+/// orders) are left out of the comparison after ten steps, and counted.
 class CudaEmulatorTest : public CompiledTrainingTest {};
 
 /// Per element of `gradient`: whether it is at the rounding noise of the
@@ -663,6 +663,34 @@ TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
       batch[input] = values.at(input);
     cpu.load(batch, inputs);
     emulated.load(batch, inputs);
+
+    // From the same parameters, eval_step's and predict's outputs agree
+    // too (the artifact holds both, built from `forward`: eval_step returns
+    // its results, predict those that are not a loss). predict runs first,
+    // so that no output it reads can be left from another entry's run.
+    auto forward = module->lookupSymbol<func::FuncOp>("forward");
+    if (!accumulate && forward)
+      for (const char *evaluation : {"predict", "eval_step"}) {
+        SCOPED_TRACE(evaluation);
+        ASSERT_TRUE(cpu.run(evaluation));
+        ASSERT_TRUE(emulated.run(evaluation));
+        for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+          auto output = forward.getResultAttrOfType<StringAttr>(
+              i, graph::GraphDialect::kOutputAttr);
+          if (forward.getResultAttr(i, graph::GraphDialect::kLossAttr) &&
+              llvm::StringRef(evaluation) == "predict")
+            continue;
+          auto type = cast<RankedTensorType>(forward.getResultTypes()[i]);
+          std::string name = output ? output.str() : "loss";
+          Tensor like(ElementType::F32, std::vector<int64_t>(type.getShape()));
+          double error = relativeError(
+              floatsOf(emulated.output(name, like), ElementType::F32),
+              floatsOf(cpu.output(name, like), ElementType::F32));
+          EXPECT_LE(error, kF32StepOneTolerance) << evaluation << " " << name;
+          std::printf("[ emulator ] %-8s %-15s output %s: |d|/|ref| %.3g\n",
+                      c.name, evaluation, name.c_str(), error);
+        }
+      }
 
     const char *entry = accumulate ? "accumulate_step" : "train_step";
     int steps = accumulate ? 1 : kNumSteps;
