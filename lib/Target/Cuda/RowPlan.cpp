@@ -418,13 +418,39 @@ bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
     });
   if (unknown)
     return false;
-  // Per buffer: the owner position of the shared loops' accesses, or
-  // kRowOwned.
+  // Per buffer: the claims on it, each the owner position of a shared
+  // loop's accesses (or kRowOwned) and the loop's range. A loop's iteration
+  // i runs on thread (i - start) mod group, so two loops at one position
+  // agree on the owners when they start together, or touch different
+  // elements when one ends where the other starts (a causal row's
+  // [0, t] and (t, n)).
   constexpr int64_t kRowOwned = -1;
-  llvm::DenseMap<Value, int64_t> owner;
-  auto claim = [&](Value memref, int64_t position) {
-    auto [it, inserted] = owner.try_emplace(memref, position);
-    return inserted || it->second == position;
+  struct Claim {
+    int64_t position;
+    Value start, end;
+  };
+  auto same = [](Value a, Value b) {
+    if (a == b)
+      return true;
+    std::optional<int64_t> constant = getConstantIntValue(a);
+    return constant && constant == getConstantIntValue(b);
+  };
+  auto compatible = [&](const Claim &a, const Claim &b) {
+    if (a.position != b.position)
+      return false;
+    return a.position == kRowOwned || same(a.start, b.start) ||
+           same(a.end, b.start) || same(b.end, a.start);
+  };
+  llvm::DenseMap<Value, SmallVector<Claim, 2>> claims;
+  auto claim = [&](Value memref, int64_t position, scf::ForOp loop = {}) {
+    Claim wanted{position, loop ? loop.getLowerBound() : Value(),
+                 loop ? loop.getUpperBound() : Value()};
+    SmallVector<Claim, 2> &held = claims[memref];
+    if (!llvm::all_of(held,
+                      [&](const Claim &c) { return compatible(c, wanted); }))
+      return false;
+    held.push_back(wanted);
+    return true;
   };
   for (Block *row : rows) {
     WalkResult result = row->walk([&](Operation *op) {
@@ -451,7 +477,7 @@ bool isThreadPrivate(ArrayRef<Block *> rows, Block &kernel, RowPlan &plan) {
       }
       std::optional<int64_t> position =
           findOwnerPosition(getAccessIndices(op), loop.getInductionVar());
-      if (!position || !claim(memref, *position))
+      if (!position || !claim(memref, *position, loop))
         return WalkResult::interrupt();
       return WalkResult::advance();
     });

@@ -588,3 +588,92 @@ kernel.entry @train_step(%dy: memref<10x16xf32> {kernel.kind = #kernel.kind<inpu
   kernel.launch @embedding_grad(%dy, %ids, %g, %status) : memref<10x16xf32>, memref<10xi32>, memref<8x16xf32>, memref<2xi64>
   kernel.return
 }
+
+// -----
+
+// A row whose second loop starts one element later reads y[r, j] on
+// another thread than the one that wrote it (iteration j runs on lane
+// (j - start) % 32): the template refuses it, and a thread takes the row.
+// The same loops from equal starts are a row kernel, and so are loops that
+// touch different elements, one ending where the next starts (a causal
+// row: y[r, j] for j <= r, then zeros after it).
+// CHECK-LABEL: gpu.func @kiln_shifted
+// CHECK-NOT: kiln.row
+// CHECK-SAME: known_block_size = array<i32: 32, 1, 1>
+// CHECK-LABEL: gpu.func @kiln_aligned
+// CHECK-SAME: kiln.row = "warp"
+// CHECK-LABEL: gpu.func @kiln_causal
+// CHECK-SAME: kiln.row = "warp"
+kernel.func @shifted(%x: memref<4x100xf32>, %y: memref<4x100xf32>, %z: memref<4xf32>) attributes {range = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c100 = arith.constant 100 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    scf.for %j = %c0 to %c100 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<4x100xf32>
+      memref.store %v, %y[%r, %j] : memref<4x100xf32>
+    }
+    %sum = scf.for %j = %c1 to %c100 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %y[%r, %j] : memref<4x100xf32>
+      %next = arith.addf %acc, %v : f32
+      scf.yield %next : f32
+    }
+    memref.store %sum, %z[%r] : memref<4xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.func @aligned(%x: memref<4x100xf32>, %y: memref<4x100xf32>, %z: memref<4xf32>) attributes {range = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c100 = arith.constant 100 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    scf.for %j = %c0 to %c100 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<4x100xf32>
+      memref.store %v, %y[%r, %j] : memref<4x100xf32>
+    }
+    %sum = scf.for %j = %c0 to %c100 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %y[%r, %j] : memref<4x100xf32>
+      %next = arith.addf %acc, %v : f32
+      scf.yield %next : f32
+    }
+    memref.store %sum, %z[%r] : memref<4xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.func @causal(%x: memref<4x100xf32>, %y: memref<4x100xf32>) attributes {range = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c100 = arith.constant 100 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    %next = arith.addi %r, %c1 : index
+    %t = arith.minui %next, %c100 : index
+    scf.for %j = %c0 to %t step %c1 {
+      %v = memref.load %x[%r, %j] : memref<4x100xf32>
+      memref.store %v, %y[%r, %j] : memref<4x100xf32>
+    }
+    scf.for %j = %t to %c100 step %c1 {
+      memref.store %zero, %y[%r, %j] : memref<4x100xf32>
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<4x100xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %y: memref<4x100xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"},
+                      %z: memref<4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "z"},
+                      %y3: memref<4x100xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y3"},
+                      %y2: memref<4x100xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y2"},
+                      %z2: memref<4xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "z2"}) {
+  kernel.launch @shifted(%x, %y, %z) : memref<4x100xf32>, memref<4x100xf32>, memref<4xf32>
+  kernel.launch @aligned(%x, %y2, %z2) : memref<4x100xf32>, memref<4x100xf32>, memref<4xf32>
+  kernel.launch @causal(%x, %y3) : memref<4x100xf32>, memref<4x100xf32>
+  kernel.return
+}
