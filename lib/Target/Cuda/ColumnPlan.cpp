@@ -185,12 +185,11 @@ bool kiln::row::layOutBlocks(RowPlan &plan) {
       size = std::max(size, rows->size);
       columns &= rows->columns;
     }
-    int64_t perBlock = columns           ? plan.warpSize
-                       : plan.warpPerRow ? plan.rowsPerBlock
-                                         : 1;
+    for (RowPlan::Rows *rows : it->second)
+      rows->columns = columns;
+    int64_t perBlock = plan.getRowsPerBlock(*it->second.front());
     int64_t blocks = (size + perBlock - 1) / perBlock;
     for (RowPlan::Rows *rows : it->second) {
-      rows->columns = columns;
       rows->firstBlock = block;
       rows->blocks = blocks;
     }

@@ -411,44 +411,36 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
       local = arith::SubIOp::create(b, loc, blockId, first);
     }
     Value size = arith::ConstantIndexOp::create(b, loc, rows.size);
+    // The block's rows from its first: a column per lane, a row per warp,
+    // or its one row.
     Group rowGroup = group;
-    Value index;
-    if (rows.columns) {
-      // A column per lane; the lanes past the last repeat it.
-      rowGroup.columns = true;
-      rowGroup.member = group.warp;
-      rowGroup.size = plan.blockSize / plan.warpSize;
+    int64_t perBlock = plan.getRowsPerBlock(rows);
+    Value index = local;
+    if (perBlock > 1)
       index = arith::AddIOp::create(
           b, loc,
           arith::MulIOp::create(
-              b, loc, local,
-              arith::ConstantIndexOp::create(b, loc, plan.warpSize)),
-          group.lane);
-      if (rows.blocks * plan.warpSize > rows.size) {
+              b, loc, local, arith::ConstantIndexOp::create(b, loc, perBlock)),
+          rows.columns ? group.lane : group.warp);
+    bool ragged = rows.blocks * perBlock > rows.size;
+    if (rows.columns) {
+      // The lanes past the last column repeat it.
+      rowGroup.columns = true;
+      rowGroup.member = group.warp;
+      rowGroup.size = plan.blockSize / plan.warpSize;
+      if (ragged) {
         rowGroup.valid = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::ult, index, size);
         index = arith::MinUIOp::create(
             b, loc, index,
             arith::ConstantIndexOp::create(b, loc, rows.size - 1));
       }
-    } else {
-      int64_t perBlock = plan.warpPerRow ? plan.rowsPerBlock : 1;
-      index = local;
-      if (plan.warpPerRow)
-        index = arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(
-                b, loc, local,
-                arith::ConstantIndexOp::create(b, loc, plan.rowsPerBlock)),
-            group.warp);
-      if (rows.blocks * perBlock > rows.size) {
-        // The last block's extra warps have no row.
-        Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                              index, size);
-        auto ifOp =
-            scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
-        b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      }
+    } else if (ragged) {
+      // The last block's extra warps have no row.
+      Value inRange =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, index, size);
+      auto ifOp = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
     }
     scf::ParallelOp loop = rows.loop;
     mapping.map(loop.getInductionVars()[0], index);

@@ -80,6 +80,12 @@ struct RowPlan {
     int64_t words;
   };
   llvm::SmallVector<SharedReduction> sharedReductions;
+
+  /// The rows of `rows` one block takes: a warp's width of columns, a row
+  /// per warp, or one.
+  int64_t getRowsPerBlock(const Rows &rows) const {
+    return rows.columns ? warpSize : warpPerRow ? rowsPerBlock : 1;
+  }
 };
 
 /// The row plan of `body` (linalg lowered to loops, not restricted to a
