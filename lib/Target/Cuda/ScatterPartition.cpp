@@ -14,16 +14,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScatterPartition.h"
-#include "RowReduction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace kiln;
-using namespace kiln::row;
 
 namespace {
 /// The most partitions a column's destination rows are split into.
