@@ -289,13 +289,28 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
                         c = id(gemm.getC());
     if (failed(a) || failed(b) || failed(c))
       return failure();
-    // The executors run plain GEMMs so far; no target compiles an
-    // epilogue yet.
-    if (gemm.getEpilogue() != kernel::GemmEpilogue::None)
-      return gemm.emitError()
-             << "has the epilogue "
-             << kernel::stringifyGemmEpilogue(gemm.getEpilogue())
-             << ", which the executors do not run yet";
+    static_assert(
+        static_cast<int>(plan::GemmEpilogue::Bias) ==
+                static_cast<int>(kernel::GemmEpilogue::Bias) &&
+            static_cast<int>(plan::GemmEpilogue::BiasGelu) ==
+                static_cast<int>(kernel::GemmEpilogue::BiasGelu) &&
+            static_cast<int>(plan::GemmEpilogue::BiasGrad) ==
+                static_cast<int>(kernel::GemmEpilogue::BiasGrad),
+        "plan.fbs's GemmEpilogue numbers the kernel dialect's epilogues");
+    // The epilogue's vectors and matrices, or -1 (plan.fbs).
+    int32_t bias = -1, aux = -1;
+    if (Value value = gemm.getBias()) {
+      FailureOr<uint32_t> bufferId = id(value);
+      if (failed(bufferId))
+        return failure();
+      bias = static_cast<int32_t>(*bufferId);
+    }
+    if (Value value = gemm.getAux()) {
+      FailureOr<uint32_t> bufferId = id(value);
+      if (failed(bufferId))
+        return failure();
+      aux = static_cast<int32_t>(*bufferId);
+    }
     call =
         plan::CreateGemmCall(
             fbb, *a, *b, *c, gemm.getM(), gemm.getN(), gemm.getK(),
@@ -305,7 +320,9 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
             gemm.getAlpha().convertToDouble(), gemm.getBeta().convertToDouble(),
             *getPlanDType(gemm.getC().getType().getElementType()),
             gemm.getTileM(), gemm.getTileN(),
-            *getPlanDType(gemm.getA().getType().getElementType()))
+            *getPlanDType(gemm.getA().getType().getElementType()),
+            // The plan's enum has the kernel dialect's numbers.
+            static_cast<plan::GemmEpilogue>(gemm.getEpilogue()), bias, aux)
             .Union();
     callType = plan::Call::GemmCall;
   } else if (auto copy = dyn_cast<kernel::CopyOp>(op)) {

@@ -429,34 +429,181 @@ TEST(RuntimeExecutor, Bf16GemmAccumulatesInF32) {
   }
 }
 
-/// GEMM types the cpu executor has no kernel for, and epilogues (the cpu
-/// target compiles none), fail the session with what the plan asked.
+/// GEMM types the cpu executor has no kernel for, and epilogues it cannot
+/// run as cuBLASLt would, fail the session with what the plan asked.
 TEST(RuntimeExecutor, GemmTypesAndEpiloguesItCannotRunAreRefused) {
   struct Case {
     DType ab, c;
     plan::GemmEpilogue epilogue;
+    int64_t n, batch;
+    bool withBias;
     const char *message;
   } cases[] = {
-      {DType::F16, DType::F32, plan::GemmEpilogue::None,
+      {DType::F16, DType::F32, plan::GemmEpilogue::None, 2, 1, false,
        "a GEMM of f16 x f16 -> f32: the cpu executor computes f32, f64 and "
        "bf16 x bf16 -> f32"},
-      {DType::F32, DType::F32, plan::GemmEpilogue::BiasGelu,
-       "a GEMM with the epilogue BiasGelu: the cpu executor runs GEMMs "
-       "without one"},
+      {DType::F32, DType::F32, plan::GemmEpilogue::BiasGelu, 2, 1, false,
+       "a GEMM with the epilogue BiasGelu needs bias buffer"},
+      {DType::F32, DType::F32, plan::GemmEpilogue::None, 2, 1, true,
+       "a GEMM with the epilogue None takes no bias buffer"},
+      {DType::F32, DType::F32, plan::GemmEpilogue::Gelu, 6, 1, false,
+       "the epilogue Gelu keeps its auxiliary matrix with C's leading "
+       "dimension, 6, which is not a multiple of 8"},
+      {DType::F32, DType::F32, plan::GemmEpilogue::BiasGrad, 2, 2, true,
+       "the epilogue BiasGrad sums one matrix's rows; this GEMM has a batch "
+       "of 2"},
   };
   for (const Case &c : cases) {
+    SCOPED_TRACE(c.message);
     PlanWriter writer;
-    uint32_t a = writer.buffer("a", Kind::Input, c.ab, {4});
-    uint32_t out = writer.buffer("c", Kind::Output, c.c, {4});
-    writer.gemm(plan::CreateGemmCall(writer.fbb, a, a, out, 2, 2, 2, 1, false,
-                                     false, 2, 2, 2, 0, 0, 0, 1.0, 0.0, c.c, 0,
-                                     0, c.ab, c.epilogue));
+    int64_t elements = 2 * c.n * c.batch;
+    uint32_t a = writer.buffer("a", Kind::Input, c.ab, {elements});
+    uint32_t out = writer.buffer("c", Kind::Output, c.c, {elements});
+    int32_t bias = c.withBias ? static_cast<int32_t>(writer.buffer(
+                                    "bias", Kind::Output, c.c, {c.n}))
+                              : -1;
+    int32_t aux = c.epilogue == plan::GemmEpilogue::Gelu
+                      ? static_cast<int32_t>(
+                            writer.buffer("aux", Kind::Output, c.c, {elements}))
+                      : -1;
+    writer.gemm(plan::CreateGemmCall(
+        writer.fbb, a, a, out, 2, c.n, 2, c.batch, false, true, 2, 2, c.n, 0, 0,
+        2 * c.n, 1.0, 0.0, c.c, 0, 0, c.ab, c.epilogue, bias, aux));
     writer.entry("predict", {a}, {out});
     Loaded loaded;
     EXPECT_NE(loaded.open(writer.finish(), 1), KILN_OK);
     EXPECT_NE(std::string(kiln_last_error()).find(c.message), std::string::npos)
         << kiln_last_error();
   }
+}
+
+/// The tanh GELU and its derivative, in double.
+double geluOf(double x) {
+  return 0.5 * x *
+         (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double geluDerivativeOf(double x) {
+  double c = std::sqrt(2 / M_PI), t = std::tanh(c * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+}
+
+/// Each epilogue of a tiled f32 GEMM (partial tiles in both dims) against
+/// its definition in plan.fbs computed in double, under every library built
+/// in: the executor applies it to each tile after the library's product.
+TEST(RuntimeExecutor, GemmEpiloguesFollowThePlanSemantics) {
+  using Epilogue = plan::GemmEpilogue;
+  struct Case {
+    Epilogue epilogue;
+    bool withAux;
+    bool transposeB;
+    double alpha, beta;
+  } cases[] = {
+      {Epilogue::Bias, false, false, 1.0, 0.0},
+      {Epilogue::Gelu, true, false, 1.0, 0.0},
+      {Epilogue::Gelu, false, true, 0.5, 0.0},
+      {Epilogue::BiasGelu, true, false, 1.0, 1.0},
+      {Epilogue::DGelu, true, false, 0.5, 1.0},
+      {Epilogue::BiasGrad, false, false, 1.0, 0.0},
+      {Epilogue::BiasGrad, false, true, 2.0, 1.0},
+  };
+  int64_t m = 20, n = 24, k = 13;
+  std::vector<float> av = randomFloats(m * k, 31), bv = randomFloats(k * n, 32),
+                     cv = randomFloats(m * n, 33), biasv = randomFloats(n, 34),
+                     auxv = randomFloats(m * n, 35);
+  for (const std::string &library : kiln::cpu::builtInGemmLibraries())
+    for (const Case &c : cases) {
+      SCOPED_TRACE(library + " " + plan::EnumNameGemmEpilogue(c.epilogue) +
+                   (c.withAux ? " aux" : "") + (c.transposeB ? " B^T" : ""));
+      ScopedEnvironment scoped("KILN_GEMM", library);
+      bool takesBias = c.epilogue == Epilogue::Bias ||
+                       c.epilogue == Epilogue::BiasGelu ||
+                       c.epilogue == Epilogue::BiasGrad;
+      PlanWriter writer;
+      uint32_t a = writer.buffer("a", Kind::Input, DType::F32, {m * k});
+      uint32_t b = writer.buffer("b", Kind::Input, DType::F32, {k * n});
+      uint32_t out = writer.buffer("c", Kind::Output, DType::F32, {m * n});
+      uint32_t bias = writer.buffer("bias", Kind::Output, DType::F32, {n});
+      uint32_t aux = writer.buffer("aux", Kind::Output, DType::F32, {m * n});
+      writer.gemm(plan::CreateGemmCall(
+          writer.fbb, a, b, out, m, n, k, 1, false, c.transposeB, k,
+          c.transposeB ? k : n, n, 0, 0, 0, c.alpha, c.beta, DType::F32, 8, 16,
+          DType::F32, c.epilogue, takesBias ? static_cast<int32_t>(bias) : -1,
+          c.withAux ? static_cast<int32_t>(aux) : -1));
+      writer.entry("predict", {a, b}, {out, bias, aux});
+      Loaded loaded;
+      ASSERT_EQ(loaded.open(writer.finish(), 3), KILN_OK) << kiln_last_error();
+      int64_t aSize = m * k, bSize = k * n;
+      ASSERT_EQ(kiln_session_bind_input(loaded.session, "a", av.data(),
+                                        KILN_F32, &aSize, 1),
+                KILN_OK);
+      ASSERT_EQ(kiln_session_bind_input(loaded.session, "b", bv.data(),
+                                        KILN_F32, &bSize, 1),
+                KILN_OK);
+      for (auto [name, values] :
+           {std::pair<const char *, std::vector<float> *>{"c", &cv},
+            {"bias", &biasv},
+            {"aux", &auxv}})
+        ASSERT_EQ(kiln_session_set_buffer(loaded.session, name, values->data(),
+                                          values->size() * 4),
+                  KILN_OK);
+      ASSERT_EQ(kiln_session_run(loaded.session, "predict"), KILN_OK)
+          << kiln_last_error();
+      std::vector<float> result = readBuffer<float>(loaded.session, "c", m * n);
+      std::vector<float> biasOut = readBuffer<float>(loaded.session, "bias", n);
+      std::vector<float> auxOut =
+          readBuffer<float>(loaded.session, "aux", m * n);
+      auto bAt = [&](int64_t p, int64_t j) {
+        return double(bv[c.transposeB ? j * k + p : p * n + j]);
+      };
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            sum += av[i * k + p] * bAt(p, j);
+            magnitude += std::fabs(av[i * k + p] * bAt(p, j));
+          }
+          int64_t at = i * n + j;
+          double product = c.alpha * sum + c.beta * cv[at];
+          double expected = product, expectedAux = auxv[at];
+          switch (c.epilogue) {
+          case Epilogue::Bias:
+            expected = product + biasv[j];
+            break;
+          case Epilogue::Gelu:
+            expected = geluOf(product);
+            if (c.withAux)
+              expectedAux = product;
+            break;
+          case Epilogue::BiasGelu:
+            expectedAux = product + biasv[j];
+            expected = geluOf(expectedAux);
+            break;
+          case Epilogue::DGelu:
+            expected = product * geluDerivativeOf(auxv[at]);
+            break;
+          default:
+            break;
+          }
+          double scale = std::fabs(c.alpha) * magnitude + std::fabs(cv[at]) +
+                         std::fabs(biasv[j]) + 1;
+          ASSERT_NEAR(result[at], expected, 1e-5 * scale)
+              << "C[" << i << ", " << j << "]";
+          ASSERT_NEAR(auxOut[at], expectedAux, 1e-5 * scale)
+              << "aux[" << i << ", " << j << "]";
+        }
+      for (int64_t j = 0; j < n; ++j) {
+        double expected = biasv[j], magnitude = 1;
+        if (c.epilogue == Epilogue::BiasGrad) {
+          expected = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            expected += bAt(p, j);
+            magnitude += std::fabs(bAt(p, j));
+          }
+        }
+        ASSERT_NEAR(biasOut[j], expected, 1e-6 * magnitude)
+            << "bias[" << j << "]";
+      }
+    }
 }
 
 TEST(RuntimeExecutor, GemmLibraryNamedByKilnGemm) {

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GemmEpilogue.h"
 #include "Session.h"
 #include "SignalMask.h"
 
@@ -85,6 +86,11 @@ Result Session::prepareOp(const plan::Op &op, PreparedOp &prepared) {
   case plan::Call::GemmCall: {
     const plan::GemmCall &call = *op.call_as_GemmCall();
     checkIfFloat(call.c());
+    // What the epilogue writes besides C: a bias gradient, a GELU's input.
+    if (call.epilogue() == plan::GemmEpilogue::BiasGrad)
+      checkIfFloat(static_cast<uint32_t>(call.bias()));
+    if (call.epilogue() != plan::GemmEpilogue::DGelu && call.aux() >= 0)
+      checkIfFloat(static_cast<uint32_t>(call.aux()));
     return prepareGemm(call, prepared);
   }
   case plan::Call::CopyCall: {
@@ -142,11 +148,6 @@ Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
         std::string("a GEMM of ") + dtypeName(ab) + " x " + dtypeName(ab) +
             " -> " + dtypeName(c) +
             ": the cpu executor computes f32, f64 and bf16 x bf16 -> f32");
-  if (call.epilogue() != plan::GemmEpilogue::None)
-    return Result::error(KILN_ERROR_UNSUPPORTED,
-                         std::string("a GEMM with the epilogue ") +
-                             plan::EnumNameGemmEpilogue(call.epilogue()) +
-                             ": the cpu executor runs GEMMs without one");
   std::shared_ptr<const cpu::GemmLibrary> library =
       cpu::getGemmLibraryFor(prepared.gemmTypes, gemm_);
   std::pair<cpu::GemmTypes, const cpu::GemmLibrary *> use{prepared.gemmTypes,
@@ -211,6 +212,24 @@ cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
   return problem;
 }
 
+GemmEpilogueTile Session::gemmEpilogueTile(const PreparedOp &op, int64_t batch,
+                                           int64_t row, int64_t column) const {
+  const plan::GemmCall &call = *op.gemm;
+  GemmEpilogueTile tile;
+  tile.kind = call.epilogue();
+  if (tile.kind == plan::GemmEpilogue::None)
+    return tile;
+  // The epilogue's vectors and matrices are in C's type.
+  size_t bytes = op.gemmTypes == cpu::GemmTypes::F64 ? 8 : 4;
+  if (call.bias() >= 0)
+    tile.bias = static_cast<char *>(pointers_[call.bias()]) + column * bytes;
+  if (call.aux() >= 0)
+    tile.aux = static_cast<char *>(pointers_[call.aux()]) +
+               (batch * call.stride_c() + row * call.ldc() + column) * bytes;
+  tile.firstRow = row == 0;
+  return tile;
+}
+
 void Session::describeGemms() {
   gemmInfo_ = GemmInfo();
   gemmInfo_.library = gemm_->name();
@@ -253,8 +272,11 @@ void Session::runGemm(const PreparedOp &op) {
     int64_t batch = task / perBatch, tile = task % perBatch;
     int64_t row = tile / columnTiles * tileRows;
     int64_t column = tile % columnTiles * tileColumns;
-    op.gemmLibrary->run(gemmTile(op, batch, row, std::min(tileRows, m - row),
-                                 column, std::min(tileColumns, n - column)));
+    cpu::GemmProblem problem =
+        gemmTile(op, batch, row, std::min(tileRows, m - row), column,
+                 std::min(tileColumns, n - column));
+    op.gemmLibrary->run(problem);
+    applyGemmEpilogue(problem, gemmEpilogueTile(op, batch, row, column));
   };
   // No signal may interrupt a library kernel that moves the stack pointer
   // into the heap (SignalMask.h); the workers have them blocked already.

@@ -171,6 +171,14 @@ private:
       text += " ld=(" + std::to_string(call.lda()) + ", " +
               std::to_string(call.ldb()) + ", " + std::to_string(call.ldc()) +
               ")";
+      if (call.epilogue() != plan::GemmEpilogue::None) {
+        text += std::string(" epilogue ") +
+                plan::EnumNameGemmEpilogue(call.epilogue());
+        if (call.bias() >= 0)
+          text += " bias " + ref(static_cast<uint32_t>(call.bias()));
+        if (call.aux() >= 0)
+          text += " aux " + ref(static_cast<uint32_t>(call.aux()));
+      }
       return text;
     }
     case plan::Call::CopyCall: {

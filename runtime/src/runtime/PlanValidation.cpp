@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Artifact.h"
+#include "GemmEpilogue.h"
 
 #include <unordered_set>
 
@@ -65,14 +66,18 @@ public:
                      int64_t rows, int64_t cols, int64_t ld,
                      int64_t stride) const {
     const BufferInfo &buffer = buffers_[id];
+    // 'X': the epilogue's aux matrix, laid out as C.
+    bool result = operand == 'C' || operand == 'X';
     std::string what =
-        where_ + ": GEMM operand " + operand + " ('" + buffer.name + "')";
-    plan::DType dtype = operand == 'C' ? call.dtype() : call.ab_dtype();
+        where_ +
+        (operand == 'X' ? std::string(": GEMM aux")
+                        : std::string(": GEMM operand ") + operand) +
+        " ('" + buffer.name + "')";
+    plan::DType dtype = result ? call.dtype() : call.ab_dtype();
     if (buffer.dtype != dtype)
-      return invalidFormat(what + " is " + dtypeName(buffer.dtype) +
-                           " but the GEMM's " +
-                           (operand == 'C' ? "result" : "operands") + " are " +
-                           dtypeName(dtype));
+      return invalidFormat(
+          what + " is " + dtypeName(buffer.dtype) + " but the GEMM's " +
+          (result ? "result" : "operands") + " are " + dtypeName(dtype));
     if (rows == 0 || cols == 0)
       return Result::ok();
     if (ld < cols)
@@ -120,7 +125,57 @@ public:
       return invalidFormat(where_ + ": the " + std::to_string(call.batch()) +
                            " results of a batched GEMM overlap (stride_c " +
                            std::to_string(call.stride_c()) + ")");
-    return checkMatrix(call, call.c(), 'C', m, n, call.ldc(), call.stride_c());
+    KILN_RETURN_IF_ERROR(
+        checkMatrix(call, call.c(), 'C', m, n, call.ldc(), call.stride_c()));
+    return checkEpilogue(call);
+  }
+
+  /// The epilogue's buffers: a bias of n elements of C's type, an aux
+  /// matrix laid out as C, each present exactly when the epilogue takes it
+  /// (the aux of a GELU is optional).
+  Result checkEpilogue(const plan::GemmCall &call) const {
+    using Kind = plan::GemmEpilogue;
+    Kind kind = call.epilogue();
+    if (kind > Kind::MAX)
+      return invalidFormat(where_ + ": GEMM with an unknown epilogue " +
+                           std::to_string(static_cast<int>(kind)));
+    std::string name = plan::EnumNameGemmEpilogue(kind);
+    bool needsBias =
+        kind == Kind::Bias || kind == Kind::BiasGelu || kind == Kind::BiasGrad;
+    bool takesAux =
+        kind == Kind::Gelu || kind == Kind::BiasGelu || kind == Kind::DGelu;
+    if (needsBias != (call.bias() >= 0))
+      return invalidFormat(where_ + ": a GEMM with the epilogue " + name +
+                           (needsBias ? " needs" : " takes no") +
+                           " bias buffer");
+    if (!takesAux && call.aux() >= 0)
+      return invalidFormat(where_ + ": a GEMM with the epilogue " + name +
+                           " takes no aux buffer");
+    if (kind == Kind::DGelu && call.aux() < 0)
+      return invalidFormat(where_ + ": a GEMM with the epilogue DGelu needs "
+                                    "the forward's pre-activation as aux");
+    if (call.bias() >= 0) {
+      KILN_RETURN_IF_ERROR(
+          checkId(static_cast<uint32_t>(call.bias()), "GEMM bias"));
+      const BufferInfo &bias = buffers_[call.bias()];
+      if (bias.dtype != call.dtype() || bias.numElements < call.n())
+        return invalidFormat(where_ + ": GEMM bias '" + bias.name + "' is " +
+                             std::to_string(bias.numElements) + " " +
+                             dtypeName(bias.dtype) + " elements; the GEMM " +
+                             "needs " + std::to_string(call.n()) + " " +
+                             dtypeName(call.dtype()));
+    }
+    if (call.aux() >= 0) {
+      KILN_RETURN_IF_ERROR(
+          checkId(static_cast<uint32_t>(call.aux()), "GEMM aux"));
+      KILN_RETURN_IF_ERROR(checkMatrix(call, static_cast<uint32_t>(call.aux()),
+                                       'X', call.m(), call.n(), call.ldc(),
+                                       call.stride_c()));
+    }
+    std::string refused = checkGemmEpilogue(call);
+    if (!refused.empty())
+      return Result::error(KILN_ERROR_UNSUPPORTED, where_ + ": " + refused);
+    return Result::ok();
   }
 
   Result checkCopy(const plan::CopyCall &call) const {

@@ -15,6 +15,7 @@
 #define KILN_RUNTIME_SESSION_H
 
 #include "Artifact.h"
+#include "GemmEpilogue.h"
 #include "ThreadPool.h"
 #include "devices/cpu/GemmLibrary.h"
 
@@ -136,6 +137,9 @@ private:
   cpu::GemmProblem gemmTile(const PreparedOp &op, int64_t batch, int64_t row,
                             int64_t rows, int64_t column,
                             int64_t columns) const;
+  /// Where the epilogue's bias and aux elements of that tile start.
+  GemmEpilogueTile gemmEpilogueTile(const PreparedOp &op, int64_t batch,
+                                    int64_t row, int64_t column) const;
   /// Fills gemmInfo_ from gemm_ and gemmUses_.
   void describeGemms();
   /// The persistent buffer `name`; `action` words the error message.
