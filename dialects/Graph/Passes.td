@@ -87,6 +87,30 @@ def GraphRecompute : Pass<"graph-recompute", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def GraphFoldTransposes : Pass<"graph-fold-transposes", "::mlir::ModuleOp"> {
+  let summary = "Folds transposes of a matrix's last two dims into the "
+                "matmuls that read or produce them.";
+  let description = [{
+    A matmul reads its operands transposed for free (the GEMM's layout
+    flags), so a `graph.transpose` that swaps an operand's last two dims
+    and keeps the others is folded into the matmul (`transpose_lhs` or
+    `transpose_rhs` toggled), and one of a matmul's result, when the
+    transpose is the matmul's only user, becomes the swapped product
+    (`(a b)^T = b^T a^T`). A transpose left without users is erased; one
+    with other users stays for them. Run before the train step, the
+    matmul's VJP then reads the untransposed tensors too: the tied
+    embedding's `x @ transpose(wte)` needs no transposed copy of the
+    weight forward and none of its gradient backward.
+    ```mlir
+    %t = graph.transpose %w {perm = array<i64: 1, 0>} : tensor<256x128xf32> -> tensor<128x256xf32>
+    %y = graph.matmul %x, %t : tensor<64x128xf32>, tensor<128x256xf32> -> tensor<64x256xf32>
+    // becomes
+    %y = graph.matmul %x, %w {transpose_rhs} : tensor<64x128xf32>, tensor<256x128xf32> -> tensor<64x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
 def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise and data-movement ops into graph.fusion "
                 "regions, one kernel each.";

@@ -66,8 +66,13 @@ static FailureOr<int64_t> measurePeakBytes(ModuleOp module,
 }
 
 void kiln::addTrainingPasses(OpPassManager &pm, const CompileOptions &options) {
-  if (options.train)
+  // Before the train step, so that the matmuls' VJPs read the untransposed
+  // tensors as well. (Without training, the kernel passes fold them: the
+  // graph a compile emits stays the frontend's.)
+  if (options.train) {
+    pm.addPass(graph::createGraphFoldTransposes());
     pm.addPass(graph::createGraphTrainStep());
+  }
 }
 
 void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
@@ -83,6 +88,9 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
         options.memoryBudget, [options](ModuleOp module) {
           return measurePeakBytes(module, options);
         }));
+  // Transposes into the GEMMs' layouts (again after a train step: nothing
+  // left to fold then, unless the backward made some).
+  pm.addPass(graph::createGraphFoldTransposes());
   // Elementwise and data-movement chains become one kernel each.
   if (options.fuse)
     pm.addPass(graph::createGraphFuse());

@@ -60,7 +60,8 @@ std::string checkCompileOptions(const CompileOptions &options);
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const CompileOptions &options);
 
-/// The passes that build the training entry points (none unless `train`).
+/// The passes that build the training entry points (none unless `train`),
+/// transposes folded into matmuls before them.
 void addTrainingPasses(mlir::OpPassManager &pm, const CompileOptions &options);
 /// The passes after them: graph entries to a planned kernel module.
 void addKernelPasses(mlir::OpPassManager &pm, const CompileOptions &options);
