@@ -762,7 +762,11 @@ TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
 INSTANTIATE_TEST_SUITE_P(
     Examples, CudaEmulatorTest,
     ::testing::Values(TrainingCase{"mlp", "examples/mlp.kiln", false},
-                      TrainingCase{"gpt", "examples/gpt.kiln", false}),
+                      TrainingCase{"gpt", "examples/gpt.kiln", false},
+                      // The transpose template's kernels, forward and backward.
+                      TrainingCase{"transposes",
+                                   "test/Target/Cuda/Inputs/transposes.kiln",
+                                   false}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name);
     });

@@ -14,6 +14,7 @@
 #include "EmulatorChecks.h"
 #include "RowTemplate.h"
 #include "ScatterPartition.h"
+#include "TransposeTemplate.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -44,7 +45,7 @@ GpuTemplateCounts kiln::countGpuTemplates(ModuleOp gpuModule) {
       return;
     ++counts.kernels;
     if (func->hasAttr(kElementwiseAttr) || func->hasAttr(kRowTemplateAttr) ||
-        func->hasAttr(kScatterAttr))
+        func->hasAttr(kScatterAttr) || func->hasAttr(kTransposeAttr))
       return;
     // A scalar kernel (one block, no loop: a step counter) has nothing to
     // spread.

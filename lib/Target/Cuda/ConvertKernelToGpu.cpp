@@ -1,8 +1,9 @@
 //===- ConvertKernelToGpu.cpp - Kernels onto GPU blocks and threads -------===//
 //
 // Part of Kiln. --convert-kernel-to-gpu (Passes.td): the elementwise
-// template, the row template (RowTemplate.cpp), else one iteration of a
-// kernel's range per thread.
+// template, the transpose template (TransposeTemplate.cpp), the row
+// template (RowTemplate.cpp), the scatter partitions, else one iteration of
+// a kernel's range per thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "RowTemplate.h"
 #include "ScatterPartition.h"
+#include "TransposeTemplate.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -77,6 +79,9 @@ struct Kernel {
   /// The partitions of a scatter-add's destination rows
   /// (ScatterPartition.h); 1 for any other kernel.
   int64_t scatterPartitions = 1;
+  /// Shared-memory tiles for loads across the store order
+  /// (TransposeTemplate.h).
+  std::optional<TransposePlan> transpose;
 };
 
 /// For each kernel, which of its arguments some launch passes a buffer
@@ -383,6 +388,13 @@ struct ConvertKernelToGpuPass
       return signalPassFailure();
     for (Kernel &kernel : kernels) {
       kernel.loops = getElementwiseLoops(kernel.body);
+      // One loop nest reading some operand across its store order: tiles.
+      if (kernel.loops.size() == 1 && !hasNestedLoop(kernel)) {
+        kernel.transpose = planTranspose(kernel.body, kernel.loops.front(),
+                                         kernel.aliasedArguments);
+        if (kernel.transpose)
+          continue;
+      }
       kernel.width = getVectorWidth(kernel, vectorBytes);
       // A loop inside a row (or a sequential kernel) is spread over a
       // group of threads where the row template can take it.
@@ -411,7 +423,10 @@ struct ConvertKernelToGpuPass
         gpu::GPUModuleOp::create(builder, module.getLoc(), "kiln_kernels");
     builder.setInsertionPointToStart(gpuModule.getBody());
     for (Kernel &kernel : kernels) {
-      if (kernel.row) {
+      if (kernel.transpose) {
+        buildTransposeKernel(builder, kernel.name, kernel.loc, kernel.body,
+                             *kernel.transpose);
+      } else if (kernel.row) {
         buildRowKernel(builder, kernel.name, kernel.loc, kernel.body,
                        *kernel.row);
       } else {

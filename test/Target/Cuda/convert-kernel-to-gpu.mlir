@@ -677,3 +677,87 @@ kernel.entry @predict(%x: memref<4x100xf32> {kernel.kind = #kernel.kind<input>, 
   kernel.launch @causal(%x, %y3) : memref<4x100xf32>, memref<4x100xf32>
   kernel.return
 }
+
+// -----
+
+// A transpose: y[i, j] = x[j, i] + b[i, j]. Its store runs along j, its
+// load of x along i: a block per 32 x 32 tile (2 x 3 tiles of 40 x 72),
+// whose 256 threads read x's tile with neighbouring lanes on its last dim
+// into shared memory (a word of padding per row), meet at one barrier, and
+// store y's tile with neighbouring lanes on y's last dim, x read back from
+// the tile; b, read along j like y, stays a plain load.
+// CHECK-LABEL: gpu.func @kiln_transpose
+// CHECK-SAME: workgroup(%[[TILE:.*]] : memref<32x33xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: kiln.transpose = 32
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: 6, 1, 1>
+// CHECK: %[[T:.*]] = gpu.thread_id x
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: %[[ROW:.*]] = arith.divui %[[T]], %c32
+// CHECK: scf.if
+// CHECK: %[[X:.*]] = memref.load %arg0[%{{.*}}, %[[READ:.*]]] : memref<72x40xf32>
+// CHECK: memref.store %[[X]], %[[TILE]][%[[ROW]], %[[LANE]]]
+// CHECK-COUNT-3: memref.store %{{.*}}, %[[TILE]]
+// CHECK-NOT: memref.load %arg0
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.if
+// CHECK: %[[BACK:.*]] = memref.load %[[TILE]][%[[LANE]], %[[ROW]]]
+// CHECK: %[[B:.*]] = memref.load %arg1[%[[I:.*]], %[[J:.*]]] : memref<40x72xf32>
+// CHECK: arith.addf %[[BACK]], %[[B]]
+// CHECK: memref.store %{{.*}}, %arg2[%[[I]], %[[J]]]
+// CHECK-NOT: memref.load %arg0
+// CHECK: gpu.return
+kernel.func @transpose(%x: memref<72x40xf32>, %b: memref<40x72xf32>, %y: memref<40x72xf32>) attributes {range = 40 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : memref<72x40xf32>, memref<40x72xf32>) outs(%y : memref<40x72xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %s = arith.addf %in, %bias : f32
+    linalg.yield %s : f32
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<72x40xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %b: memref<40x72xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "b"},
+                      %y: memref<40x72xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "y"}) {
+  kernel.launch @transpose(%x, %b, %y) : memref<72x40xf32>, memref<40x72xf32>, memref<40x72xf32>
+  kernel.return
+}
+
+// -----
+
+// Not tiled: a transposed read of a buffer the kernel also writes (its
+// tile would be read before the stores it must see), and a transpose with
+// a dim too short to fill a tile. Both stay elementwise.
+// CHECK-LABEL: gpu.func @kiln_in_place
+// CHECK-NOT: kiln.transpose
+// CHECK-SAME: kiln.elementwise
+// CHECK-LABEL: gpu.func @kiln_short
+// CHECK-NOT: kiln.transpose
+// CHECK-SAME: kiln.elementwise
+kernel.func @in_place(%x: memref<64x64xf32>) attributes {range = 64 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x64xf32>) outs(%x : memref<64x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  kernel.return
+}
+kernel.func @short(%x: memref<64x8xf32>, %y: memref<8x64xf32>) attributes {range = 8 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<64x8xf32>) outs(%y : memref<8x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<64x64xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %s: memref<64x8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "s"},
+                      %t: memref<8x64xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "t"}) {
+  kernel.launch @in_place(%x) : memref<64x64xf32>
+  kernel.launch @short(%s, %t) : memref<64x8xf32>, memref<8x64xf32>
+  kernel.return
+}
