@@ -766,6 +766,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // The transpose template's kernels, forward and backward.
                       TrainingCase{"transposes",
                                    "test/Target/Cuda/Inputs/transposes.kiln",
+                                   false},
+                      // Online softmax rows of a block each: the (maximum,
+                      // exp-sum) pairs through shared memory.
+                      TrainingCase{"long_rows",
+                                   "test/Target/Cuda/Inputs/long-rows.kiln",
                                    false}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name);

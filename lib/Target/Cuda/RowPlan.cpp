@@ -28,6 +28,10 @@ using namespace kiln::row;
 /// are one combining op whose only use is the loop's yield.
 std::optional<Combine> kiln::row::matchReduction(scf::ForOp loop,
                                                  unsigned index) {
+  // The running maximum and exp-sum of an online softmax, built by
+  // fuseOnlineSoftmax.
+  if (loop->hasAttr(kOnlineSoftmaxAttr) && loop.getNumRegionIterArgs() == 2)
+    return index == 0 ? Combine::OnlineMax : Combine::OnlineSum;
   BlockArgument carried = loop.getRegionIterArg(index);
   Value yielded = loop.getYieldedValues()[index];
   Operation *combiner = yielded.getDefiningOp();
@@ -635,6 +639,7 @@ std::optional<RowPlan> kiln::planRowKernel(func::FuncOp body, int64_t range,
     rows.push_back(&kernel);
   }
   for (Block *row : rows) {
+    fuseOnlineSoftmax(*row);
     rewriteColumnAccumulations(*row);
     if (auto loop = dyn_cast<scf::ParallelOp>(row->getParentOp()))
       inlineSingleIterationLoops(*row, loop.getInductionVars()[0],

@@ -18,8 +18,36 @@
 
 namespace kiln::row {
 
-/// How a loop's carried value combines one element into it.
-enum class Combine { AddF, SubF, MulF, StdMax, MaximumF, MinimumF, AddI };
+/// How a loop's carried value combines one element into it. OnlineMax and
+/// OnlineSum are the two values of a loop fuseOnlineSoftmax built (marked
+/// kOnlineSoftmaxAttr), combined together (combineOnlineSoftmax).
+enum class Combine {
+  AddF,
+  SubF,
+  MulF,
+  StdMax,
+  MaximumF,
+  MinimumF,
+  AddI,
+  OnlineMax,
+  OnlineSum
+};
+
+/// On an scf.for of a row: it carries a running maximum and the sum of
+/// exp(x - maximum) (fuseOnlineSoftmax).
+inline constexpr llvm::StringLiteral kOnlineSoftmaxAttr = "kiln.online_softmax";
+
+/// In `row` (a row's body), a maximum pass followed by a sum of exp(x - m)
+/// over the same elements as one online pass (OnlineSoftmax.cpp), and the
+/// exponentials that pass stored, when a later pass overwrites each one,
+/// recomputed where that pass reads them.
+void fuseOnlineSoftmax(mlir::Block &row);
+
+/// Two partial (maximum, sum of exp(x - maximum)) pairs as one.
+std::pair<mlir::Value, mlir::Value>
+combineOnlineSoftmax(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value maximum, mlir::Value sum,
+                     mlir::Value otherMaximum, mlir::Value otherSum);
 
 /// The reduction carried in `loop`'s `index`-th value, when its only uses
 /// are one combining op whose only use is the loop's yield.

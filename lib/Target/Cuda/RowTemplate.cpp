@@ -40,7 +40,8 @@ Value getIdentity(OpBuilder &b, Location loc, Combine kind, Type type) {
   llvm::APFloat value = llvm::APFloat::getZero(semantics);
   if (kind == Combine::MulF)
     value = llvm::APFloat::getOne(semantics);
-  else if (kind == Combine::StdMax || kind == Combine::MaximumF)
+  else if (kind == Combine::StdMax || kind == Combine::MaximumF ||
+           kind == Combine::OnlineMax)
     value = llvm::APFloat::getInf(semantics, /*Negative=*/true);
   else if (kind == Combine::MinimumF)
     value = llvm::APFloat::getInf(semantics, /*Negative=*/false);
@@ -68,8 +69,11 @@ Value combine(OpBuilder &b, Location loc, Combine kind, Value lhs, Value rhs) {
     return arith::MinimumFOp::create(b, loc, lhs, rhs);
   case Combine::AddI:
     return arith::AddIOp::create(b, loc, lhs, rhs);
+  case Combine::OnlineMax:
+  case Combine::OnlineSum:
+    break;
   }
-  llvm_unreachable("every combine kind is handled");
+  llvm_unreachable("an online softmax's values combine as a pair");
 }
 
 /// What the row's threads share while the row is rebuilt.
@@ -178,6 +182,76 @@ Value reduceOverGroup(OpBuilder &b, Location loc, Combine kind, Value partial,
   return total;
 }
 
+/// An online softmax's partial (maximum, exp-sum) pair combined over the
+/// group, as reduceOverGroup combines one value: the pair's butterfly
+/// within each warp and lane 0's pair broadcast, then (a block per row or
+/// columns) a word of each per warp or thread, one barrier, and every
+/// thread combining them in warp order.
+std::pair<Value, Value> reducePairOverGroup(OpBuilder &b, Location loc,
+                                            Value maximum, Value sum,
+                                            Group &group) {
+  if (!group.columns) {
+    for (int64_t offset = group.warpSize / 2; offset >= 1; offset /= 2) {
+      Value otherMaximum = shuffle(b, loc, gpu::ShuffleMode::XOR, maximum,
+                                   offset, group.warpSize);
+      Value otherSum =
+          shuffle(b, loc, gpu::ShuffleMode::XOR, sum, offset, group.warpSize);
+      std::tie(maximum, sum) =
+          combineOnlineSoftmax(b, loc, maximum, sum, otherMaximum, otherSum);
+    }
+    maximum =
+        shuffle(b, loc, gpu::ShuffleMode::IDX, maximum, 0, group.warpSize);
+    sum = shuffle(b, loc, gpu::ShuffleMode::IDX, sum, 0, group.warpSize);
+    if (group.warpPerRow)
+      return {maximum, sum};
+  }
+  BlockArgument maxima = group.shared[group.nextShared++];
+  BlockArgument sums = group.shared[group.nextShared++];
+  Value lanes = arith::ConstantIndexOp::create(b, loc, group.warpSize);
+  // Columns: a word per thread, the column's at its lane of each warp;
+  // rows: a word per warp, written by its lane 0.
+  Value own =
+      group.columns
+          ? arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, group.warp, lanes),
+                group.lane)
+                .getResult()
+          : group.warp;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    if (!group.columns) {
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group.lane,
+                                arith::ConstantIndexOp::create(b, loc, 0));
+      auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      b.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+    }
+    memref::StoreOp::create(b, loc, maximum, maxima, ValueRange{own});
+    memref::StoreOp::create(b, loc, sum, sums, ValueRange{own});
+  }
+  gpu::BarrierOp::create(b, loc);
+  int64_t parts = group.columns ? group.size : group.size / group.warpSize;
+  Value totalMaximum, totalSum;
+  for (int64_t w = 0; w < parts; ++w) {
+    Value word = arith::ConstantIndexOp::create(
+        b, loc, group.columns ? w * group.warpSize : w);
+    if (group.columns)
+      word = arith::AddIOp::create(b, loc, word, group.lane);
+    Value partMaximum =
+        memref::LoadOp::create(b, loc, maxima, ValueRange{word});
+    Value partSum = memref::LoadOp::create(b, loc, sums, ValueRange{word});
+    if (w == 0) {
+      totalMaximum = partMaximum;
+      totalSum = partSum;
+      continue;
+    }
+    std::tie(totalMaximum, totalSum) = combineOnlineSoftmax(
+        b, loc, totalMaximum, totalSum, partMaximum, partSum);
+  }
+  barrierBeforeReuse(b, loc);
+  return {totalMaximum, totalSum};
+}
+
 /// Each store and atomic under `root` only where the thread's row exists.
 void guardStores(Operation *root, Value valid) {
   SmallVector<Operation *> stores;
@@ -226,6 +300,14 @@ void emitSharedLoop(scf::ForOp loop, OpBuilder &b, IRMapping &mapping,
   }
   if (group.valid)
     guardStores(shared, group.valid);
+  if (loop->hasAttr(kOnlineSoftmaxAttr)) {
+    // Its initial values are the pair's identity (fuseOnlineSoftmax).
+    auto [maximum, sum] = reducePairOverGroup(b, loc, shared.getResult(0),
+                                              shared.getResult(1), group);
+    mapping.map(loop.getResult(0), maximum);
+    mapping.map(loop.getResult(1), sum);
+    return;
+  }
   for (auto [index, kind] : llvm::enumerate(kinds)) {
     Value total = reduceOverGroup(b, loc, kind, shared.getResult(index), group);
     Value initial = mapping.lookupOrDefault(loop.getInitArgs()[index]);

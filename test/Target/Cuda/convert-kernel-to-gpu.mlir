@@ -761,3 +761,108 @@ kernel.entry @predict(%x: memref<64x64xf32> {kernel.kind = #kernel.kind<input>, 
   kernel.launch @short(%s, %t) : memref<64x8xf32>, memref<8x64xf32>
   kernel.return
 }
+
+// -----
+
+// A softmax row in place: the maximum pass and the exp-sum pass (which
+// stores exp(x - m)) become one online pass carrying (m, s) from (-inf,
+// 0), combined as pairs across the warp; the normalizing pass, which
+// overwrote each stored exponential, recomputes it from the input. Two
+// loops where there were three; the row is read twice and written once.
+// CHECK-LABEL: gpu.func @kiln_softmax
+// CHECK-SAME: kiln.row = "warp"
+// CHECK: %[[PAIR:[0-9]+]]:2 = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[M:[a-z0-9_]+]] = %cst{{[_0-9]*}}, %[[S:[a-z0-9_]+]] = %cst{{[_0-9]*}}) -> (f32, f32)
+// CHECK: %[[X:.*]] = memref.load %arg0
+// CHECK: arith.cmpf olt, %[[M]], %[[X]]
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK-NOT: memref.store
+// CHECK: gpu.shuffle xor %[[PAIR]]#0, %c16
+// CHECK: gpu.shuffle xor %[[PAIR]]#1, %c16
+// CHECK: gpu.shuffle idx
+// CHECK: scf.for
+// CHECK: %[[Y:.*]] = memref.load %arg0
+// CHECK: arith.subf %[[Y]]
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: memref.store
+// CHECK-NOT: scf.for
+// CHECK: gpu.return
+kernel.func @softmax(%x: memref<16x64xf32>) attributes {range = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%r) = (%c0) to (%c16) step (%c1) {
+    %ninf = arith.constant 0xFF800000 : f32
+    %m = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %ninf) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<16x64xf32>
+      %less = arith.cmpf olt, %acc, %v : f32
+      %max = arith.select %less, %v, %acc : f32
+      scf.yield %max : f32
+    }
+    %zero = arith.constant 0.000000e+00 : f32
+    %s = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<16x64xf32>
+      %d = arith.subf %v, %m : f32
+      %e = math.exp %d : f32
+      memref.store %e, %x[%r, %j] : memref<16x64xf32>
+      %sum = arith.addf %acc, %e : f32
+      scf.yield %sum : f32
+    }
+    scf.for %j = %c0 to %c64 step %c1 {
+      %e = memref.load %x[%r, %j] : memref<16x64xf32>
+      %y = arith.divf %e, %s : f32
+      memref.store %y, %x[%r, %j] : memref<16x64xf32>
+    }
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<16x64xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "x"}) {
+  kernel.launch @softmax(%x) : memref<16x64xf32>
+  kernel.return
+}
+
+// -----
+
+// Not fused: the exponentials are the kernel's output (no later pass
+// overwrites them), so the exp-sum pass keeps its stores, and with them
+// the maximum's pass before it.
+// CHECK-LABEL: gpu.func @kiln_exponentials
+// CHECK: scf.for {{.*}} -> (f32) {
+// CHECK: scf.for {{.*}} -> (f32) {
+// CHECK: memref.store
+kernel.func @exponentials(%x: memref<16x64xf32>, %e: memref<16x64xf32>, %sums: memref<16xf32>) attributes {range = 16 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%r) = (%c0) to (%c16) step (%c1) {
+    %ninf = arith.constant 0xFF800000 : f32
+    %m = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %ninf) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<16x64xf32>
+      %less = arith.cmpf olt, %acc, %v : f32
+      %max = arith.select %less, %v, %acc : f32
+      scf.yield %max : f32
+    }
+    %zero = arith.constant 0.000000e+00 : f32
+    %s = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<16x64xf32>
+      %d = arith.subf %v, %m : f32
+      %ex = math.exp %d : f32
+      memref.store %ex, %e[%r, %j] : memref<16x64xf32>
+      %sum = arith.addf %acc, %ex : f32
+      scf.yield %sum : f32
+    }
+    memref.store %s, %sums[%r] : memref<16xf32>
+    scf.reduce
+  }
+  kernel.return
+}
+kernel.entry @predict(%x: memref<16x64xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"},
+                      %e: memref<16x64xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "e"},
+                      %sums: memref<16xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "sums"}) {
+  kernel.launch @exponentials(%x, %e, %sums) : memref<16x64xf32>, memref<16x64xf32>, memref<16xf32>
+  kernel.return
+}
