@@ -8,8 +8,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22
   # Build tools.
   cmake ninja-build ccache g++
-  # Tests and runtime support.
-  libgtest-dev python3
+  # Tests and runtime support (pkg-config: the installed runtime's test).
+  libgtest-dev python3 pkg-config
   # libkiln_runtime: the plan schema (flatc, headers) and the cpu GEMM
   # libraries: oneDNN (the default; it picks its kernels from the CPU's
   # features) and OpenBLAS (KILN_GEMM=openblas, and the tests' reference).

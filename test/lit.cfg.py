@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%kiln_build", config.kiln_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
 # The embedding examples (examples/embed) are built by the tests with the
 # system C compiler against libkiln_runtime.so, as a user would build them.
