@@ -152,10 +152,21 @@ TEST(RuntimeErrors, Devices) {
   ASSERT_EQ(openArtifact(dir, addPlan(), &artifact), KILN_OK)
       << kiln_last_error();
   kiln_session *session = nullptr;
-  expectError(
-      kiln_session_create(artifact, "cuda", 0, &session),
-      KILN_ERROR_UNSUPPORTED,
-      {"kiln_session_create: device 'cuda'", "not built with CUDA support"});
+  {
+    // Device "cuda" needs the NVIDIA driver; this one is absent.
+    ScopedEnvironment library("KILN_LIBCUDA", "/nonexistent/libcuda.so.1");
+    expectError(kiln_session_create(artifact, "cuda", 0, &session),
+                KILN_ERROR_DEVICE,
+                {"kiln_session_create: device 'cuda': no NVIDIA driver: "
+                 "/nonexistent/libcuda.so.1 cannot be loaded"});
+  }
+  {
+    // With one (the fake), a cpu artifact is still not for it.
+    ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
+    expectError(kiln_session_create(artifact, "cuda", 0, &session),
+                KILN_ERROR_INVALID_ARGUMENT,
+                {"compiled for target 'cpu', not for device 'cuda'"});
+  }
   expectError(kiln_session_create(artifact, "tpu", 0, &session),
               KILN_ERROR_INVALID_ARGUMENT, {"unknown device 'tpu'"});
   expectError(kiln_session_create(artifact, "cpu", 100000, &session),
@@ -193,6 +204,38 @@ TEST(RuntimeErrors, CudaPlanOnCpu) {
               KILN_ERROR_INVALID_ARGUMENT,
               {"compiled for target 'cuda', not for device 'cpu'"});
   kiln_artifact_close(artifact);
+}
+
+/// A cuda artifact on device "cuda" through the fake driver: one for a
+/// newer GPU than the one found is refused naming both; one it could run
+/// meets the executor that is not built yet, which says what it found.
+TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
+  ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
+  ScopedEnvironment arch("KILN_FAKE_CUDA_ARCH", "80");
+  for (const char *planArch : {"sm_90", "sm_80"}) {
+    SCOPED_TRACE(planArch);
+    TempDir dir;
+    PlanWriter w;
+    w.buffer("x", Kind::Input, DType::F32, {2});
+    writeFile(dir.file("plan.kpl"), w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda",
+                                             "kernels.ptx", 0, planArch));
+    kiln_artifact *artifact = nullptr;
+    ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+        << kiln_last_error();
+    kiln_session *session = nullptr;
+    if (std::string(planArch) == "sm_90")
+      expectError(kiln_session_create(artifact, "cuda", 1, &session),
+                  KILN_ERROR_INVALID_ARGUMENT,
+                  {"was compiled for sm_90; the GPU is Kiln Fake GPU (sm_80)",
+                   "compile it with --arch=sm_80"});
+    else
+      expectError(kiln_session_create(artifact, "cuda", 1, &session),
+                  KILN_ERROR_UNSUPPORTED,
+                  {"device 'cuda': found Kiln Fake GPU (sm_80)",
+                   "the cuda device's executor is not built yet"});
+    EXPECT_EQ(session, nullptr);
+    kiln_artifact_close(artifact);
+  }
 }
 
 TEST(RuntimeErrors, InputsOfTheWrongNameShapeOrDtype) {

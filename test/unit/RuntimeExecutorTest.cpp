@@ -34,31 +34,6 @@ std::vector<float> randomFloats(size_t count, uint32_t seed, float low = -2,
   return values;
 }
 
-/// Sets environment variable `name` for the life of the object, restoring
-/// (or removing) it after.
-class ScopedEnvironment {
-public:
-  ScopedEnvironment(std::string name, const std::string &value)
-      : name_(std::move(name)) {
-    if (const char *previous = std::getenv(name_.c_str()))
-      saved_ = previous;
-    set(value);
-  }
-  ~ScopedEnvironment() {
-    if (saved_)
-      ::setenv(name_.c_str(), saved_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  void set(const std::string &value) {
-    ::setenv(name_.c_str(), value.c_str(), 1);
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> saved_;
-};
-
 TEST(RuntimeExecutor, ElementwiseKernelOverThreads) {
   const int64_t n = 1001;
   PlanWriter writer;

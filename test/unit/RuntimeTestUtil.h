@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -102,10 +103,10 @@ public:
   std::string finish(uint32_t schemaVersion = KILN_PLAN_SCHEMA_VERSION,
                      const char *target = "cpu",
                      const char *kernelsFile = "kernels.so",
-                     uint64_t kernelsHash = 0) {
+                     uint64_t kernelsHash = 0, const char *arch = nullptr) {
     auto root = plan::CreatePlanDirect(
         fbb, schemaVersion, "kiln test", "test_model", target, kernelsFile,
-        &buffers, &entries, arenaBytes, "{}", kernelsHash);
+        &buffers, &entries, arenaBytes, "{}", kernelsHash, arch);
     plan::FinishPlanBuffer(fbb, root);
     return std::string(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
                        fbb.GetSize());
@@ -199,6 +200,31 @@ struct Loaded {
     kiln_session_destroy(session);
     kiln_artifact_close(artifact);
   }
+};
+
+/// Sets environment variable `name` for the life of the object, restoring
+/// (or removing) it after.
+class ScopedEnvironment {
+public:
+  ScopedEnvironment(std::string name, const std::string &value)
+      : name_(std::move(name)) {
+    if (const char *previous = std::getenv(name_.c_str()))
+      saved_ = previous;
+    set(value);
+  }
+  ~ScopedEnvironment() {
+    if (saved_)
+      ::setenv(name_.c_str(), saved_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  void set(const std::string &value) {
+    ::setenv(name_.c_str(), value.c_str(), 1);
+  }
+
+private:
+  std::string name_;
+  std::optional<std::string> saved_;
 };
 
 /// The bytes of persistent buffer `name` of `session`, as T.

@@ -13,6 +13,7 @@
 
 #include "kiln/ByteSize.h"
 #include "kiln/Files.h"
+#include "kiln/runtime.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -113,9 +114,10 @@ static cl::opt<std::string>
                cl::value_desc("CKPT.safetensors"), TRAIN_OPTION);
 static cl::opt<std::string>
     device("device",
-           cl::desc("cpu, or cuda-emulator: the cuda target's kernels run "
-                    "by the GPU emulator on this machine (GEMMs through the "
-                    "reference GEMM)"),
+           cl::desc("cpu; cuda (an NVIDIA GPU through its driver: checked, "
+                    "its executor not built yet); or cuda-emulator: the cuda "
+                    "target's kernels run by the GPU emulator on this "
+                    "machine (GEMMs through the reference GEMM)"),
            cl::init("cpu"), TRAIN_OPTION);
 static cl::opt<int32_t> threads("threads",
                                 cl::desc("Worker threads (0: all cores)"),
@@ -221,14 +223,16 @@ int kiln::cli::runTrain() {
                 "not both");
   if (!initFrom.empty() && !resumeFile.empty())
     return fail("--init-from and --resume exclude each other");
-  // The device first: a compile for one that cannot run is lost time.
-  if (device == "cuda")
-    return fail("--device cuda: the CUDA runtime device is not built yet; "
-                "--device cuda-emulator runs the cuda target's kernels on "
-                "this machine");
-  if (device != "cpu" && device != "cuda-emulator")
+  // The device first: a compile for one that cannot run is lost time. No
+  // driver or no GPU is exit code 2, as a missing input file.
+  if (device != "cpu" && device != "cuda" && device != "cuda-emulator")
     return fail("unknown --device '" + device +
-                "' (expected cpu or cuda-emulator)");
+                "' (expected cpu, cuda or cuda-emulator)");
+  if (kiln_status status = kiln_device_check(device.c_str());
+      status != KILN_OK) {
+    fail("--device " + device + ": " + kiln_last_error());
+    return status == KILN_ERROR_DEVICE ? 2 : 1;
+  }
   if (stepsOption.getNumOccurrences() && stepsOption < 1)
     return fail("--steps must be at least 1");
   if (untilStep.getNumOccurrences() && untilStep < 1)

@@ -209,6 +209,13 @@ kiln_status kiln_artifact_print_plan(const kiln_artifact *artifact,
   });
 }
 
+kiln_status kiln_device_check(const char *device) {
+  return guarded("kiln_device_check", nullptr, [&] {
+    KILN_REQUIRE(device);
+    return Session::checkDevice(device);
+  });
+}
+
 kiln_status kiln_session_create(kiln_artifact *artifact, const char *device,
                                 int32_t num_threads, kiln_session **session) {
   return guarded("kiln_session_create", nullptr, [&] {

@@ -360,3 +360,7 @@ const char *Artifact::getModelName() const {
 const char *Artifact::getTarget() const {
   return plan_->target() ? plan_->target()->c_str() : "";
 }
+
+const char *Artifact::getArch() const {
+  return plan_->arch() ? plan_->arch()->c_str() : "";
+}

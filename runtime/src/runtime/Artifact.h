@@ -78,6 +78,8 @@ public:
   /// The model name and target, for the C API (never null).
   const char *getModelName() const;
   const char *getTarget() const;
+  /// cuda: the GPU architecture the kernels are for (sm_90); else "".
+  const char *getArch() const;
   /// Whether the kernels the plan calls run on the host: a cpu plan's, or
   /// a cuda plan's GPU emulator build (kernels.emu.so).
   bool hasHostKernels() const { return hostKernelsLoaded_; }

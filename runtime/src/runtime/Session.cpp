@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
+#include "devices/cuda/CudaDriver.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -33,14 +34,70 @@ Result AlignedMemory::allocate(size_t size, const std::string &what) {
   return Result::ok();
 }
 
+/// Device "cuda": the driver and its first GPU (`found` describes it), or
+/// KILN_ERROR_DEVICE.
+static Result loadCudaDevice(cuda::DeviceInfo &gpu, std::string &found) {
+  std::string error;
+  std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
+  if (!driver)
+    return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + error);
+  if (!driver->describeDevice(0, gpu, error))
+    return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + error);
+  found = gpu.name + " (" + gpu.arch() + ") through " + driver->getPath() +
+          " (CUDA " + driver->getVersionText() + ")";
+  return Result::ok();
+}
+
+/// What a GPU that is there cannot do yet.
+static Result cudaExecutorMissing(const std::string &found) {
+  return Result::error(KILN_ERROR_UNSUPPORTED,
+                       "device 'cuda': found " + found +
+                           ", but the cuda device's executor is not built "
+                           "yet; device \"cuda-emulator\" runs a cuda "
+                           "artifact's kernels on the host");
+}
+
+Result Session::checkDevice(const std::string &device) {
+  if (device == "cpu" || device == "cuda-emulator")
+    return Result::ok();
+  if (device != "cuda")
+    return invalidArgument("unknown device '" + device +
+                           "' (expected \"cpu\", \"cuda\" or "
+                           "\"cuda-emulator\")");
+  cuda::DeviceInfo gpu;
+  std::string found;
+  KILN_RETURN_IF_ERROR(loadCudaDevice(gpu, found));
+  return cudaExecutorMissing(found);
+}
+
+/// Device "cuda" for `artifact`: the driver and its first GPU, and whether
+/// the artifact's kernels are for it. The executor that would run them
+/// there is not built yet, so a driver that loads still ends in
+/// KILN_ERROR_UNSUPPORTED, with what was found.
+static Result probeCudaDevice(const Artifact &artifact) {
+  cuda::DeviceInfo gpu;
+  std::string found;
+  KILN_RETURN_IF_ERROR(loadCudaDevice(gpu, found));
+  if (std::string(artifact.getTarget()) != "cuda")
+    return invalidArgument("the artifact '" + artifact.getDirectory() +
+                           "' was compiled for target '" +
+                           artifact.getTarget() + "', not for device 'cuda'");
+  // PTX for sm_XY runs on that compute capability and later ones (the
+  // driver compiles it); an artifact for a newer one cannot run here.
+  std::string arch = artifact.getArch();
+  if (arch.size() > 3 && arch.compare(0, 3, "sm_") == 0 &&
+      std::atoi(arch.c_str() + 3) > gpu.major * 10 + gpu.minor)
+    return invalidArgument("the artifact '" + artifact.getDirectory() +
+                           "' was compiled for " + arch + "; the GPU is " +
+                           found + ": compile it with --arch=" + gpu.arch());
+  return cudaExecutorMissing(found);
+}
+
 Result Session::create(std::shared_ptr<const Artifact> artifact,
                        const std::string &device, int numThreads,
                        std::unique_ptr<Session> &session) {
   if (device == "cuda")
-    return Result::error(KILN_ERROR_UNSUPPORTED,
-                         "device 'cuda': this libkiln_runtime was not built "
-                         "with CUDA support (available: \"cpu\", "
-                         "\"cuda-emulator\")");
+    return probeCudaDevice(*artifact);
   // The GPU emulator runs a cuda plan on the host: its kernels from
   // kernels.emu.so, its GEMMs through the reference GEMM.
   bool emulator = device == "cuda-emulator";

@@ -88,6 +88,8 @@ struct GemmInfo {
 
 class Session {
 public:
+  /// kiln_device_check: whether sessions can run on `device` here.
+  static Result checkDevice(const std::string &device);
   /// Creates a session of `artifact` on `device` with `numThreads` threads
   /// (0: ThreadPool::defaultSize()).
   static Result create(std::shared_ptr<const Artifact> artifact,

@@ -1,0 +1,153 @@
+//===- CudaDriver.cpp - The NVIDIA driver, loaded at run time -------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR, no CUDA headers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDriver.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+
+using namespace kiln;
+using namespace kiln::cuda;
+
+namespace {
+/// cuGetProcAddress (the _v2 ABI of CUDA 12 and later).
+using GetProcAddress = CUresult (*)(const char *symbol, void **function,
+                                    int cudaVersion, uint64_t flags,
+                                    int *symbolStatus);
+
+/// Takes `symbol` from the driver into `function`; false with the reason.
+template <typename Function>
+bool resolve(GetProcAddress getProcAddress, const char *symbol,
+             Function &function, const std::string &path, std::string &error) {
+  void *address = nullptr;
+  int status = -1;
+  CUresult result = getProcAddress(symbol, &address, kDriverApiVersion,
+                                   kGetProcAddressDefault, &status);
+  if (result != kCudaSuccess || status != kGetProcAddressSuccess || !address) {
+    error = path + " has no " + symbol + " for CUDA " +
+            std::to_string(kDriverApiVersion / 1000) +
+            " (cuGetProcAddress returned " + std::to_string(result) +
+            ", symbol status " + std::to_string(status) +
+            "): the driver is older than CUDA 12";
+    return false;
+  }
+  function = reinterpret_cast<Function>(address);
+  return true;
+}
+} // namespace
+
+Driver::~Driver() {
+  if (handle_)
+    dlclose(handle_);
+}
+
+std::unique_ptr<Driver> Driver::load(std::string &error) {
+  std::unique_ptr<Driver> driver(new Driver());
+  const char *chosen = std::getenv("KILN_LIBCUDA");
+  driver->path_ = chosen && *chosen ? chosen : "libcuda.so.1";
+  driver->handle_ = dlopen(driver->path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!driver->handle_) {
+    const char *reason = dlerror();
+    error = "no NVIDIA driver: " + driver->path_ + " cannot be loaded (" +
+            (reason ? reason : "unknown reason") + ")";
+    return nullptr;
+  }
+  auto getProcAddress = reinterpret_cast<GetProcAddress>(
+      dlsym(driver->handle_, "cuGetProcAddress_v2"));
+  if (!getProcAddress) {
+    error = driver->path_ +
+            " has no cuGetProcAddress_v2: not an NVIDIA driver of CUDA 12 "
+            "or later";
+    return nullptr;
+  }
+  DriverApi &api = driver->api_;
+  const std::string &path = driver->path_;
+  if (!resolve(getProcAddress, "cuGetErrorName", api.cuGetErrorName, path,
+               error) ||
+      !resolve(getProcAddress, "cuGetErrorString", api.cuGetErrorString, path,
+               error) ||
+      !resolve(getProcAddress, "cuInit", api.cuInit, path, error) ||
+      !resolve(getProcAddress, "cuDriverGetVersion", api.cuDriverGetVersion,
+               path, error) ||
+      !resolve(getProcAddress, "cuDeviceGetCount", api.cuDeviceGetCount, path,
+               error) ||
+      !resolve(getProcAddress, "cuDeviceGet", api.cuDeviceGet, path, error) ||
+      !resolve(getProcAddress, "cuDeviceGetName", api.cuDeviceGetName, path,
+               error) ||
+      !resolve(getProcAddress, "cuDeviceGetAttribute", api.cuDeviceGetAttribute,
+               path, error))
+    return nullptr;
+  if (CUresult result = api.cuInit(0); result != kCudaSuccess) {
+    error = path + ": " + driver->describeError("cuInit", result);
+    return nullptr;
+  }
+  if (CUresult result = api.cuDriverGetVersion(&driver->version_);
+      result != kCudaSuccess) {
+    error = path + ": " + driver->describeError("cuDriverGetVersion", result);
+    return nullptr;
+  }
+  if (CUresult result = api.cuDeviceGetCount(&driver->deviceCount_);
+      result != kCudaSuccess) {
+    error = path + ": " + driver->describeError("cuDeviceGetCount", result);
+    return nullptr;
+  }
+  if (driver->deviceCount_ < 1) {
+    error = "no CUDA device: the driver " + path + " (CUDA " +
+            driver->getVersionText() + ") sees none";
+    return nullptr;
+  }
+  return driver;
+}
+
+std::string Driver::getVersionText() const {
+  return std::to_string(version_ / 1000) + "." +
+         std::to_string(version_ % 1000 / 10);
+}
+
+bool Driver::describeDevice(int ordinal, DeviceInfo &info,
+                            std::string &error) const {
+  if (ordinal < 0 || ordinal >= deviceCount_) {
+    error = "no CUDA device " + std::to_string(ordinal) + ": the driver sees " +
+            std::to_string(deviceCount_);
+    return false;
+  }
+  CUdevice device = 0;
+  if (CUresult result = api_.cuDeviceGet(&device, ordinal);
+      result != kCudaSuccess) {
+    error = describeError("cuDeviceGet", result);
+    return false;
+  }
+  char name[256] = {};
+  if (CUresult result = api_.cuDeviceGetName(name, sizeof name - 1, device);
+      result != kCudaSuccess) {
+    error = describeError("cuDeviceGetName", result);
+    return false;
+  }
+  info.ordinal = ordinal;
+  info.name = name;
+  for (auto [attribute, value] :
+       {std::pair<int, int *>{kAttributeComputeCapabilityMajor, &info.major},
+        {kAttributeComputeCapabilityMinor, &info.minor}})
+    if (CUresult result = api_.cuDeviceGetAttribute(value, attribute, device);
+        result != kCudaSuccess) {
+      error = describeError("cuDeviceGetAttribute", result);
+      return false;
+    }
+  return true;
+}
+
+std::string Driver::describeError(const char *call, CUresult result) const {
+  const char *name = nullptr, *text = nullptr;
+  if (!api_.cuGetErrorName || api_.cuGetErrorName(result, &name) != 0)
+    name = nullptr;
+  if (!api_.cuGetErrorString || api_.cuGetErrorString(result, &text) != 0)
+    text = nullptr;
+  std::string message = std::string(call) + ": " +
+                        (name ? name : "CUDA error " + std::to_string(result));
+  if (text)
+    message += std::string(" (") + text + ")";
+  return message;
+}
