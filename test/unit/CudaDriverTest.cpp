@@ -7,7 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "devices/cuda/CudaDriver.h"
+#include "devices/cuda/CudaContext.h"
+
 #include "RuntimeTestUtil.h"
+#include <dlfcn.h>
+#include <fstream>
+#include <iterator>
 
 #ifdef KILN_HAVE_CUDA_H
 #include <cuda.h>
@@ -121,6 +126,108 @@ TEST(CudaDriver, DeviceCheckSaysWhatIsThere) {
                       std::string(KILN_FAKE_LIBCUDA) + " (CUDA 13.0)"),
             std::string::npos)
       << kiln_last_error();
+}
+
+} // namespace
+
+namespace {
+
+/// An artifact directory as the fake driver reads one: a module file and,
+/// beside it, the emulator build (here the runtime tests' host kernels,
+/// which have the same calling convention and signature table).
+std::string writeFakeModule(TempDir &dir) {
+  writeFile(dir.file("kernels.ptx"), "// PTX the fake driver does not read\n");
+  std::ifstream kernels(KILN_TEST_KERNELS, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(kernels)),
+                    std::istreambuf_iterator<char>());
+  writeFile(dir.file("kernels.emu.so"), bytes);
+  return dir.file("kernels.ptx");
+}
+
+long liveFakeAllocations() {
+  void *fake = dlopen(KILN_FAKE_LIBCUDA, RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(fake, nullptr);
+  auto live = reinterpret_cast<long (*)()>(
+      dlsym(fake, "kiln_fake_cuda_live_allocations"));
+  long count = live ? live() : -1;
+  dlclose(fake);
+  return count;
+}
+
+TEST(CudaContext, RunsAKernelOnDeviceMemory) {
+  ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
+  std::string error;
+  std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
+  ASSERT_TRUE(driver) << error;
+  std::unique_ptr<cuda::Context> context =
+      cuda::Context::create(*driver, 0, error);
+  ASSERT_TRUE(context) << error;
+  EXPECT_EQ(context->getDevice().name, "Kiln Fake GPU");
+  long before = liveFakeAllocations();
+
+  TempDir dir;
+  cuda::CUmodule module = nullptr;
+  ASSERT_EQ(context->loadModule(writeFakeModule(dir), module), "");
+  cuda::CUfunction add = nullptr;
+  ASSERT_EQ(context->getFunction(module, "kiln_test_add", add), "");
+  std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30, 40, 50, 60};
+  std::vector<cuda::CUdeviceptr> buffers(3);
+  for (cuda::CUdeviceptr &buffer : buffers)
+    ASSERT_EQ(context->allocate(a.size() * 4, buffer), "");
+  ASSERT_EQ(context->copyToDevice(buffers[0], a.data(), a.size() * 4), "");
+  ASSERT_EQ(context->copyToDevice(buffers[1], b.data(), b.size() * 4), "");
+  ASSERT_EQ(context->zero(buffers[2], a.size() * 4), "");
+  ASSERT_EQ(context->launch(add, "kiln_test_add", 6, 32, 0, buffers), "");
+  ASSERT_EQ(context->synchronize(), "");
+  std::vector<float> out(a.size(), -1);
+  ASSERT_EQ(context->copyToHost(out.data(), buffers[2], out.size() * 4), "");
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(out[i], a[i] + b[i]) << i;
+  for (cuda::CUdeviceptr buffer : buffers)
+    EXPECT_EQ(context->release(buffer), "");
+  EXPECT_EQ(liveFakeAllocations(), before);
+  EXPECT_EQ(context->unloadModule(module), "");
+}
+
+TEST(CudaContext, EachFailingCallIsNamed) {
+  ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
+  std::string error;
+  std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
+  ASSERT_TRUE(driver) << error;
+  std::unique_ptr<cuda::Context> context =
+      cuda::Context::create(*driver, 0, error);
+  ASSERT_TRUE(context) << error;
+  cuda::CUdeviceptr pointer = 0;
+  {
+    ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuMemAlloc=2");
+    EXPECT_EQ(context->allocate(100, pointer),
+              "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory) "
+              "allocating 100 bytes");
+  }
+  cuda::CUmodule module = nullptr;
+  EXPECT_EQ(context->loadModule("/nonexistent/kernels.ptx", module),
+            "cuModuleLoad: CUDA_ERROR_FILE_NOT_FOUND (file not found) "
+            "loading /nonexistent/kernels.ptx");
+  TempDir dir;
+  ASSERT_EQ(context->loadModule(writeFakeModule(dir), module), "");
+  cuda::CUfunction function = nullptr;
+  EXPECT_EQ(context->getFunction(module, "kiln_k404", function),
+            "cuModuleGetFunction: CUDA_ERROR_NOT_FOUND (named symbol not "
+            "found) for kernel kiln_k404");
+  ASSERT_EQ(context->getFunction(module, "kiln_test_add", function), "");
+  {
+    ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuLaunchKernel=700");
+    EXPECT_EQ(context->launch(function, "kiln_test_add", 6, 32, 0, {0, 0, 0}),
+              "cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory "
+              "access was encountered) launching kiln_test_add (6 blocks of "
+              "32 threads)");
+  }
+  EXPECT_EQ(context->unloadModule(module), "");
+  // The primary context goes with its last user.
+  ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuDevicePrimaryCtxRetain=201");
+  EXPECT_EQ(cuda::Context::create(*driver, 0, error), nullptr);
+  EXPECT_EQ(error, "cuDevicePrimaryCtxRetain: CUDA_ERROR_INVALID_CONTEXT "
+                   "(invalid device context)");
 }
 
 } // namespace

@@ -65,20 +65,35 @@ std::unique_ptr<Driver> Driver::load(std::string &error) {
   }
   DriverApi &api = driver->api_;
   const std::string &path = driver->path_;
-  if (!resolve(getProcAddress, "cuGetErrorName", api.cuGetErrorName, path,
-               error) ||
-      !resolve(getProcAddress, "cuGetErrorString", api.cuGetErrorString, path,
-               error) ||
-      !resolve(getProcAddress, "cuInit", api.cuInit, path, error) ||
-      !resolve(getProcAddress, "cuDriverGetVersion", api.cuDriverGetVersion,
-               path, error) ||
-      !resolve(getProcAddress, "cuDeviceGetCount", api.cuDeviceGetCount, path,
-               error) ||
-      !resolve(getProcAddress, "cuDeviceGet", api.cuDeviceGet, path, error) ||
-      !resolve(getProcAddress, "cuDeviceGetName", api.cuDeviceGetName, path,
-               error) ||
-      !resolve(getProcAddress, "cuDeviceGetAttribute", api.cuDeviceGetAttribute,
-               path, error))
+  // Every entry point up front: a driver that lacks one fails here, not in
+  // the middle of a step.
+  bool resolved = true;
+  auto take = [&](const char *symbol, auto &function) {
+    resolved =
+        resolved && resolve(getProcAddress, symbol, function, path, error);
+  };
+  take("cuGetErrorName", api.cuGetErrorName);
+  take("cuGetErrorString", api.cuGetErrorString);
+  take("cuInit", api.cuInit);
+  take("cuDriverGetVersion", api.cuDriverGetVersion);
+  take("cuDeviceGetCount", api.cuDeviceGetCount);
+  take("cuDeviceGet", api.cuDeviceGet);
+  take("cuDeviceGetName", api.cuDeviceGetName);
+  take("cuDeviceGetAttribute", api.cuDeviceGetAttribute);
+  take("cuDevicePrimaryCtxRetain", api.cuDevicePrimaryCtxRetain);
+  take("cuDevicePrimaryCtxRelease", api.cuDevicePrimaryCtxRelease);
+  take("cuCtxSetCurrent", api.cuCtxSetCurrent);
+  take("cuCtxSynchronize", api.cuCtxSynchronize);
+  take("cuModuleLoad", api.cuModuleLoad);
+  take("cuModuleUnload", api.cuModuleUnload);
+  take("cuModuleGetFunction", api.cuModuleGetFunction);
+  take("cuMemAlloc", api.cuMemAlloc);
+  take("cuMemFree", api.cuMemFree);
+  take("cuMemcpyHtoD", api.cuMemcpyHtoD);
+  take("cuMemcpyDtoH", api.cuMemcpyDtoH);
+  take("cuMemsetD8", api.cuMemsetD8);
+  take("cuLaunchKernel", api.cuLaunchKernel);
+  if (!resolved)
     return nullptr;
   if (CUresult result = api.cuInit(0); result != kCudaSuccess) {
     error = path + ": " + driver->describeError("cuInit", result);

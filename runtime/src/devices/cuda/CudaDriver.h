@@ -26,6 +26,12 @@ namespace cuda {
 /// where one is installed).
 using CUresult = int;
 using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+/// Opaque handles (pointers to the driver's structs).
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
 constexpr CUresult kCudaSuccess = 0;
 constexpr CUresult kCudaErrorNoDevice = 100;
 constexpr int kAttributeComputeCapabilityMajor = 75;
@@ -47,6 +53,29 @@ struct DriverApi {
                                    CUdevice device) = nullptr;
   CUresult (*cuGetErrorName)(CUresult error, const char **name) = nullptr;
   CUresult (*cuGetErrorString)(CUresult error, const char **text) = nullptr;
+  // Contexts, modules, memory and launches (CudaContext.h).
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *context,
+                                       CUdevice device) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext context) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuModuleLoad)(CUmodule *module, const char *path) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module,
+                                  const char *name) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr *pointer, size_t bytes) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr destination, const void *source,
+                           size_t bytes) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void *destination, CUdeviceptr source,
+                           size_t bytes) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr destination, unsigned char value,
+                         size_t bytes) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX,
+                             unsigned gridY, unsigned gridZ, unsigned blockX,
+                             unsigned blockY, unsigned blockZ,
+                             unsigned sharedBytes, CUstream stream,
+                             void **parameters, void **extra) = nullptr;
 };
 
 /// A GPU the driver sees.
