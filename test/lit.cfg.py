@@ -18,6 +18,7 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%kiln_src", config.kiln_src_root))
 config.substitutions.append(("%kiln_build", config.kiln_obj_root))
 config.substitutions.append(("%fake_libcuda", getattr(config, "kiln_fake_libcuda", "")))
+config.substitutions.append(("%fake_cublaslt", getattr(config, "kiln_fake_cublaslt", "")))
 config.substitutions.append(("%examples", os.path.join(config.kiln_src_root, "examples")))
 # The embedding examples (examples/embed) are built by the tests with the
 # system C compiler against libkiln_runtime.so, as a user would build them.

@@ -120,12 +120,7 @@ TEST(CudaDriver, DeviceCheckSaysWhatIsThere) {
         << kiln_last_error();
   }
   ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
-  EXPECT_EQ(kiln_device_check("cuda"), KILN_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::string(kiln_last_error())
-                .find("found Kiln Fake GPU (sm_90) through " +
-                      std::string(KILN_FAKE_LIBCUDA) + " (CUDA 13.0)"),
-            std::string::npos)
-      << kiln_last_error();
+  EXPECT_EQ(kiln_device_check("cuda"), KILN_OK) << kiln_last_error();
 }
 
 } // namespace

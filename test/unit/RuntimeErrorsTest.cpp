@@ -153,15 +153,7 @@ TEST(RuntimeErrors, Devices) {
       << kiln_last_error();
   kiln_session *session = nullptr;
   {
-    // Device "cuda" needs the NVIDIA driver; this one is absent.
-    ScopedEnvironment library("KILN_LIBCUDA", "/nonexistent/libcuda.so.1");
-    expectError(kiln_session_create(artifact, "cuda", 0, &session),
-                KILN_ERROR_DEVICE,
-                {"kiln_session_create: device 'cuda': no NVIDIA driver: "
-                 "/nonexistent/libcuda.so.1 cannot be loaded"});
-  }
-  {
-    // With one (the fake), a cpu artifact is still not for it.
+    // A cpu artifact is not for device "cuda", driver or not.
     ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
     expectError(kiln_session_create(artifact, "cuda", 0, &session),
                 KILN_ERROR_INVALID_ARGUMENT,
@@ -208,10 +200,28 @@ TEST(RuntimeErrors, CudaPlanOnCpu) {
 
 /// A cuda artifact on device "cuda" through the fake driver: one for a
 /// newer GPU than the one found is refused naming both; one it could run
-/// meets the executor that is not built yet, which says what it found.
+/// but whose module file is missing fails loading it, naming the file.
 TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
   ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
   ScopedEnvironment arch("KILN_FAKE_CUDA_ARCH", "80");
+  {
+    // Without a driver: which library, and why.
+    ScopedEnvironment absent("KILN_LIBCUDA", "/nonexistent/libcuda.so.1");
+    TempDir dir;
+    PlanWriter w;
+    w.buffer("x", Kind::Input, DType::F32, {2});
+    writeFile(dir.file("plan.kpl"),
+              w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda", "kernels.ptx"));
+    kiln_artifact *artifact = nullptr;
+    ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+        << kiln_last_error();
+    kiln_session *session = nullptr;
+    expectError(kiln_session_create(artifact, "cuda", 1, &session),
+                KILN_ERROR_DEVICE,
+                {"kiln_session_create: device 'cuda': no NVIDIA driver: "
+                 "/nonexistent/libcuda.so.1 cannot be loaded"});
+    kiln_artifact_close(artifact);
+  }
   for (const char *planArch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(planArch);
     TempDir dir;
@@ -230,9 +240,10 @@ TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
                    "compile it with --arch=sm_80"});
     else
       expectError(kiln_session_create(artifact, "cuda", 1, &session),
-                  KILN_ERROR_UNSUPPORTED,
-                  {"device 'cuda': found Kiln Fake GPU (sm_80)",
-                   "the cuda device's executor is not built yet"});
+                  KILN_ERROR_DEVICE,
+                  {"device 'cuda': cuModuleLoad: CUDA_ERROR_FILE_NOT_FOUND "
+                   "(file not found) loading " +
+                   dir.file("kernels.ptx")});
     EXPECT_EQ(session, nullptr);
     kiln_artifact_close(artifact);
   }

@@ -189,8 +189,9 @@ kiln::cli::compileForTraining(StringRef modelPath,
   // Compile (the driver: training entries, kernels), then the artifact,
   // which writeArtifact puts in place whole (over an invalid entry, too).
   mlir::PassManager pm(model->context.get());
-  // The GPU emulator runs the cuda target's kernels (its default arch).
-  bool cuda = options.device == "cuda-emulator";
+  // The GPU and its emulator run the cuda target's kernels (its default
+  // arch).
+  bool cuda = options.device == "cuda-emulator" || options.device == "cuda";
   CompileOptions pipeline;
   pipeline.target = cuda ? TargetKind::Cuda : TargetKind::Cpu;
   pipeline.arch = cuda ? "" : options.cpu;

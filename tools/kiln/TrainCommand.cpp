@@ -114,10 +114,10 @@ static cl::opt<std::string>
                cl::value_desc("CKPT.safetensors"), TRAIN_OPTION);
 static cl::opt<std::string>
     device("device",
-           cl::desc("cpu; cuda (an NVIDIA GPU through its driver: checked, "
-                    "its executor not built yet); or cuda-emulator: the cuda "
-                    "target's kernels run by the GPU emulator on this "
-                    "machine (GEMMs through the reference GEMM)"),
+           cl::desc("cpu; cuda (an NVIDIA GPU, through its driver and "
+                    "cuBLASLt); or cuda-emulator: the cuda target's kernels "
+                    "run by the GPU emulator on this machine (GEMMs through "
+                    "the reference GEMM)"),
            cl::init("cpu"), TRAIN_OPTION);
 static cl::opt<int32_t> threads("threads",
                                 cl::desc("Worker threads (0: all cores)"),

@@ -216,13 +216,13 @@ KILN_API kiln_status kiln_artifact_print_plan(const kiln_artifact *artifact,
 /** Whether sessions can run on `device` here: KILN_OK for "cpu" and
  * "cuda-emulator"; for "cuda", KILN_ERROR_DEVICE when the NVIDIA driver
  * (libcuda.so.1, loaded at run time; KILN_LIBCUDA names another file) or a
- * GPU is missing, else KILN_ERROR_UNSUPPORTED naming the GPU found (the
- * cuda device's executor is not built yet). kiln_last_error() says which.
- * Nothing is compiled or allocated: a tool asks before it compiles. */
+ * GPU is missing, kiln_last_error() saying which. Nothing is compiled or
+ * allocated: a tool asks before it compiles. */
 KILN_API kiln_status kiln_device_check(const char *device);
 
-/** Creates a session on `device` ("cpu", "cuda-emulator"; "cuda": see
- * kiln_device_check):
+/** Creates a session on `device` ("cpu"; "cuda-emulator": a cuda
+ * artifact's kernels run on the host; "cuda": on the GPU, buffers in its
+ * memory, GEMMs through cuBLASLt, libcublasLt.so.13 loaded at run time):
  * allocates the arena and the persistent buffers (zeroed; constants
  * copied) and a pool of `num_threads` threads (0: $KILN_NUM_THREADS, or the
  * hardware's thread count). Call kiln_session_initialize or load a

@@ -82,6 +82,8 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 
 Result Session::saveCheckpoint(const std::string &path,
                                const std::string &userMetadata) {
+  // The device's bytes, where it has newer ones.
+  KILN_RETURN_IF_ERROR(syncAllToHost());
   // A diverged state would overwrite the last good checkpoint.
   KILN_RETURN_IF_ERROR(checkFiniteState(
       "not saved to '" + path + "' (a checkpoint already there is kept)"));
@@ -159,8 +161,10 @@ Result Session::loadCheckpoint(const std::string &path, int32_t flags,
     }
   }
 
-  for (auto [id, tensor] : restores)
+  for (auto [id, tensor] : restores) {
     std::memcpy(pointers_[id], tensor->data.data(), tensor->data.size());
+    markHostNewer(id);
+  }
   step_ = step;
   seed_ = seed;
   if (userMetadata) {

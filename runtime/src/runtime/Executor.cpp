@@ -16,6 +16,7 @@
 #include "GemmEpilogue.h"
 #include "Session.h"
 #include "SignalMask.h"
+#include "devices/cuda/CudaExecutor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -343,6 +344,12 @@ Result Session::run(const std::string &entryName) {
                                "', which was never bound");
 
   prepareRunBuffers();
+  if (cuda_) {
+    KILN_RETURN_IF_ERROR(runOnDevice(*entry, entry - entries_.data()));
+    if (entryName == "train_step" || entryName == "apply_step")
+      ++step_;
+    return Result::ok();
+  }
   using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < entry->ops.size(); ++i) {
     const PreparedOp &op = entry->ops[i];
@@ -364,5 +371,66 @@ Result Session::run(const std::string &entryName) {
   }
   if (entryName == "train_step" || entryName == "apply_step")
     ++step_;
+  return Result::ok();
+}
+
+Result Session::runOnDevice(PreparedEntry &entry, size_t index) {
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  // What the host wrote since the last run (bound inputs, set buffers, the
+  // run's RNG and status words), and what a caller may have written
+  // through its pointer, to the device.
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    plan::BufferKind kind = buffers[id].kind;
+    if (kind == plan::BufferKind::RngState || kind == plan::BufferKind::Status)
+      markHostNewer(id);
+    if (hostNewer_[id] || handedOut_[id]) {
+      KILN_RETURN_IF_ERROR(
+          cuda_->copyIn(static_cast<uint32_t>(id), pointers_[id]));
+      hostNewer_[id] = false;
+    }
+  }
+  using Clock = std::chrono::steady_clock;
+  for (size_t i = 0; i < entry.ops.size(); ++i) {
+    const PreparedOp &op = entry.ops[i];
+    Clock::time_point start = Clock::now();
+    // A failing call names the op's model line too.
+    std::string opName = op.op->name() ? op.op->name()->str() : "";
+    KILN_RETURN_IF_ERROR(cuda_->runOp(index, i).withContext(
+        formatLocation(op.op->loc()) + ": op '" + opName + "' (entry '" +
+        entry.name + "' op " + std::to_string(i) + ")"));
+    // Each op timed whole: it is waited for (the profile is not a run's
+    // speed on the device).
+    if (profiling_) {
+      KILN_RETURN_IF_ERROR(cuda_->synchronize());
+      entry.nanoseconds[i] += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
+                                                               start)
+              .count());
+      entry.calls[i] += 1;
+    }
+    // Status words and checked buffers are read on the host after the op.
+    if (!op.statusBuffers.empty()) {
+      for (uint32_t id : op.statusBuffers)
+        KILN_RETURN_IF_ERROR(cuda_->copyOut(id, pointers_[id]));
+      KILN_RETURN_IF_ERROR(checkStatus(entry, i));
+    }
+    if (checkNumerics_) {
+      for (uint32_t id : op.checkedBuffers)
+        KILN_RETURN_IF_ERROR(cuda_->copyOut(id, pointers_[id]));
+      KILN_RETURN_IF_ERROR(checkNumerics(entry, i));
+    }
+  }
+  KILN_RETURN_IF_ERROR(cuda_->synchronize());
+  // The device now holds the newer bytes of what the entry may have
+  // written; a handed-out buffer's host copy is refreshed at once.
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    plan::BufferKind kind = buffers[id].kind;
+    if (!isPersistent(kind) || kind == plan::BufferKind::Constant ||
+        kind == plan::BufferKind::Input)
+      continue;
+    deviceNewer_[id] = true;
+    if (handedOut_[id])
+      KILN_RETURN_IF_ERROR(syncToHost(id));
+  }
   return Result::ok();
 }

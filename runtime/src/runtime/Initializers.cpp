@@ -159,6 +159,9 @@ Result Session::initialize(uint64_t seed) {
     else if (buffer.kind == plan::BufferKind::OptimizerState ||
              buffer.kind == plan::BufferKind::Gradient)
       std::memset(pointers_[id], 0, static_cast<size_t>(buffer.sizeBytes));
+    else
+      continue;
+    markHostNewer(id);
   }
   seed_ = seed;
   step_ = 0;

@@ -6,6 +6,7 @@
 
 #include "Session.h"
 #include "devices/cuda/CudaDriver.h"
+#include "devices/cuda/CudaExecutor.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -48,15 +49,6 @@ static Result loadCudaDevice(cuda::DeviceInfo &gpu, std::string &found) {
   return Result::ok();
 }
 
-/// What a GPU that is there cannot do yet.
-static Result cudaExecutorMissing(const std::string &found) {
-  return Result::error(KILN_ERROR_UNSUPPORTED,
-                       "device 'cuda': found " + found +
-                           ", but the cuda device's executor is not built "
-                           "yet; device \"cuda-emulator\" runs a cuda "
-                           "artifact's kernels on the host");
-}
-
 Result Session::checkDevice(const std::string &device) {
   if (device == "cpu" || device == "cuda-emulator")
     return Result::ok();
@@ -66,47 +58,22 @@ Result Session::checkDevice(const std::string &device) {
                            "\"cuda-emulator\")");
   cuda::DeviceInfo gpu;
   std::string found;
-  KILN_RETURN_IF_ERROR(loadCudaDevice(gpu, found));
-  return cudaExecutorMissing(found);
-}
-
-/// Device "cuda" for `artifact`: the driver and its first GPU, and whether
-/// the artifact's kernels are for it. The executor that would run them
-/// there is not built yet, so a driver that loads still ends in
-/// KILN_ERROR_UNSUPPORTED, with what was found.
-static Result probeCudaDevice(const Artifact &artifact) {
-  cuda::DeviceInfo gpu;
-  std::string found;
-  KILN_RETURN_IF_ERROR(loadCudaDevice(gpu, found));
-  if (std::string(artifact.getTarget()) != "cuda")
-    return invalidArgument("the artifact '" + artifact.getDirectory() +
-                           "' was compiled for target '" +
-                           artifact.getTarget() + "', not for device 'cuda'");
-  // PTX for sm_XY runs on that compute capability and later ones (the
-  // driver compiles it); an artifact for a newer one cannot run here.
-  std::string arch = artifact.getArch();
-  if (arch.size() > 3 && arch.compare(0, 3, "sm_") == 0 &&
-      std::atoi(arch.c_str() + 3) > gpu.major * 10 + gpu.minor)
-    return invalidArgument("the artifact '" + artifact.getDirectory() +
-                           "' was compiled for " + arch + "; the GPU is " +
-                           found + ": compile it with --arch=" + gpu.arch());
-  return cudaExecutorMissing(found);
+  return loadCudaDevice(gpu, found);
 }
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,
                        const std::string &device, int numThreads,
                        std::unique_ptr<Session> &session) {
-  if (device == "cuda")
-    return probeCudaDevice(*artifact);
   // The GPU emulator runs a cuda plan on the host: its kernels from
   // kernels.emu.so, its GEMMs through the reference GEMM.
   bool emulator = device == "cuda-emulator";
-  if (device != "cpu" && !emulator)
+  bool gpu = device == "cuda";
+  if (device != "cpu" && !emulator && !gpu)
     return invalidArgument("unknown device '" + device +
                            "' (expected \"cpu\", \"cuda\" or "
                            "\"cuda-emulator\")");
   std::string target = artifact->getTarget();
-  std::string wanted = emulator ? "cuda" : device;
+  std::string wanted = emulator || gpu ? "cuda" : device;
   if (target != wanted)
     return invalidArgument("the artifact '" + artifact->getDirectory() +
                            "' was compiled for target '" + target +
@@ -126,15 +93,33 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
     numThreads = *size;
   }
   std::unique_ptr<Session> created(new Session());
+  // On the GPU the buffers live in device memory too, and its ops run
+  // there; the host side (copies, the prepared host ops) stays as is.
+  if (gpu)
+    KILN_RETURN_IF_ERROR(cuda::Executor::create(artifact, created->cuda_));
   created->artifact_ = std::move(artifact);
   created->emulator_ = emulator;
   std::string gemmError;
-  created->gemm_ = cpu::getGemmLibrary(emulator ? "reference" : "", gemmError);
+  created->gemm_ =
+      cpu::getGemmLibrary(emulator || gpu ? "reference" : "", gemmError);
   if (!created->gemm_)
     return invalidArgument(gemmError);
   KILN_RETURN_IF_ERROR(created->allocate());
   KILN_RETURN_IF_ERROR(created->prepare());
+  size_t count = created->artifact_->getBuffers().size();
+  created->hostNewer_.assign(count, false);
+  created->deviceNewer_.assign(count, false);
+  created->handedOut_.assign(count, false);
+  // Constants and the zeroed buffers go to the device before the first run.
+  created->markAllHostNewer();
   created->describeGemms();
+  if (gpu) {
+    // The GPU's GEMMs are cuBLASLt's; its kernels are the artifact's own.
+    created->gemmInfo_ = GemmInfo();
+    created->gemmInfo_.library = "cublaslt";
+    created->gemmInfo_.version = "cuBLASLt";
+    created->gemmInfo_.isa = created->cuda_->describe();
+  }
   try {
     created->pool_ = std::make_unique<ThreadPool>(numThreads);
   } catch (const std::system_error &error) {
@@ -143,6 +128,37 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
                              error.what());
   }
   session = std::move(created);
+  return Result::ok();
+}
+
+Session::~Session() = default;
+
+void Session::markHostNewer(size_t id) {
+  if (!cuda_)
+    return;
+  hostNewer_[id] = true;
+  deviceNewer_[id] = false;
+}
+
+void Session::markAllHostNewer() {
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id)
+    if (isPersistent(buffers[id].kind))
+      markHostNewer(id);
+}
+
+Result Session::syncToHost(size_t id) {
+  if (!cuda_ || !deviceNewer_[id])
+    return Result::ok();
+  KILN_RETURN_IF_ERROR(
+      cuda_->copyOut(static_cast<uint32_t>(id), pointers_[id]));
+  deviceNewer_[id] = false;
+  return Result::ok();
+}
+
+Result Session::syncAllToHost() {
+  for (size_t id = 0; id < pointers_.size(); ++id)
+    KILN_RETURN_IF_ERROR(syncToHost(id));
   return Result::ok();
 }
 
@@ -235,6 +251,7 @@ Result Session::bindInput(const std::string &name, const void *data,
   if (buffer.sizeBytes)
     std::memcpy(pointers_[id], data, static_cast<size_t>(buffer.sizeBytes));
   bound_[id] = true;
+  markHostNewer(id);
   return Result::ok();
 }
 
@@ -287,6 +304,7 @@ Result Session::getBuffer(const std::string &name, void *data,
         std::to_string(sizeBytes));
   if (!data && sizeBytes)
     return invalidArgument("buffer '" + name + "': null destination");
+  KILN_RETURN_IF_ERROR(syncToHost(id));
   if (sizeBytes)
     std::memcpy(data, pointers_[id], sizeBytes);
   return Result::ok();
@@ -316,14 +334,20 @@ Result Session::setBuffer(const std::string &name, const void *data,
   if (sizeBytes)
     std::memcpy(pointers_[id], data, sizeBytes);
   bound_[id] = true;
+  markHostNewer(id);
   return Result::ok();
 }
 
 Result Session::bufferData(const std::string &name, void *&data) {
   int64_t id;
   KILN_RETURN_IF_ERROR(findPersistent(name, "access", id));
+  // On the GPU the pointer is the host copy, kept in step with the
+  // device's around every run from now on.
+  KILN_RETURN_IF_ERROR(syncToHost(id));
   data = pointers_[id];
   // The caller may fill an input through this pointer.
   bound_[id] = true;
+  if (cuda_)
+    handedOut_[id] = true;
   return Result::ok();
 }

@@ -86,8 +86,15 @@ struct GemmInfo {
   std::string library, version, isa, others, warning;
 };
 
+} // namespace runtime
+namespace cuda {
+class Executor;
+} // namespace cuda
+namespace runtime {
+
 class Session {
 public:
+  ~Session();
   /// kiln_device_check: whether sessions can run on `device` here.
   static Result checkDevice(const std::string &device);
   /// Creates a session of `artifact` on `device` with `numThreads` threads
@@ -160,6 +167,16 @@ private:
   Result checkStatus(const PreparedEntry &entry, size_t index) const;
   /// Fills the rng_state buffers and zeroes the status buffers.
   void prepareRunBuffers();
+  /// Device "cuda": runs `entry` (the plan's `index`-th) on the GPU.
+  Result runOnDevice(PreparedEntry &entry, size_t index);
+  /// cuda: brings buffer `id`'s host copy (or every buffer's) up to date
+  /// with the device's. No-ops on the host devices.
+  Result syncToHost(size_t id);
+  Result syncAllToHost();
+  /// cuda: the host copy of buffer `id` (or of every persistent buffer) was
+  /// written and is the newer one.
+  void markHostNewer(size_t id);
+  void markAllHostNewer();
 
   std::shared_ptr<const Artifact> artifact_;
   std::unique_ptr<ThreadPool> pool_;
@@ -183,6 +200,13 @@ private:
   /// A cuda plan run by the GPU emulator: its GEMMs go through the
   /// reference GEMM on purpose, not for want of a library.
   bool emulator_ = false;
+  /// Device "cuda": the plan's buffers also live in device memory and run
+  /// there; pointers_ are their host copies. Per buffer, which copy is the
+  /// newer (both false: they agree), and whether a caller holds its host
+  /// pointer (kiln_session_buffer_data), so that it is copied both ways
+  /// around every run.
+  std::unique_ptr<cuda::Executor> cuda_;
+  std::vector<bool> hostNewer_, deviceNewer_, handedOut_;
 };
 
 } // namespace runtime

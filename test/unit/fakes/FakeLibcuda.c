@@ -162,6 +162,13 @@ static CUresult fakeMemcpyDtoH(void *destination, unsigned long long source,
   return injected("cuMemcpyDtoH");
 }
 
+static CUresult fakeMemcpyDtoD(unsigned long long destination,
+                               unsigned long long source, size_t bytes) {
+  memmove((void *)(uintptr_t)destination, (const void *)(uintptr_t)source,
+          bytes);
+  return injected("cuMemcpyDtoD");
+}
+
 static CUresult fakeMemsetD8(unsigned long long destination,
                              unsigned char value, size_t bytes) {
   memset((void *)(uintptr_t)destination, value, bytes);
@@ -361,6 +368,7 @@ cuGetProcAddress_v2(const char *symbol, void **function, int cudaVersion,
       {"cuMemFree", (void *)fakeMemFree},
       {"cuMemcpyHtoD", (void *)fakeMemcpyHtoD},
       {"cuMemcpyDtoH", (void *)fakeMemcpyDtoH},
+      {"cuMemcpyDtoD", (void *)fakeMemcpyDtoD},
       {"cuMemsetD8", (void *)fakeMemsetD8},
       {"cuLaunchKernel", (void *)fakeLaunchKernel},
   };

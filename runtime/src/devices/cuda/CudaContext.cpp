@@ -68,6 +68,12 @@ std::string Context::copyToHost(void *destination, CUdeviceptr source,
                driver_.api().cuMemcpyDtoH(destination, source, bytes));
 }
 
+std::string Context::copyOnDevice(CUdeviceptr destination, CUdeviceptr source,
+                                  size_t bytes) const {
+  return check("cuMemcpyDtoD",
+               driver_.api().cuMemcpyDtoD(destination, source, bytes));
+}
+
 std::string Context::zero(CUdeviceptr destination, size_t bytes) const {
   return check("cuMemsetD8", driver_.api().cuMemsetD8(destination, 0, bytes));
 }

@@ -44,6 +44,8 @@ public:
                            size_t bytes) const;
   std::string copyToHost(void *destination, CUdeviceptr source,
                          size_t bytes) const;
+  std::string copyOnDevice(CUdeviceptr destination, CUdeviceptr source,
+                           size_t bytes) const;
   std::string zero(CUdeviceptr destination, size_t bytes) const;
   /// Loads the module in file `path` (a cubin, or PTX the driver compiles).
   std::string loadModule(const std::string &path, CUmodule &module) const;

@@ -91,6 +91,7 @@ std::unique_ptr<Driver> Driver::load(std::string &error) {
   take("cuMemFree", api.cuMemFree);
   take("cuMemcpyHtoD", api.cuMemcpyHtoD);
   take("cuMemcpyDtoH", api.cuMemcpyDtoH);
+  take("cuMemcpyDtoD", api.cuMemcpyDtoD);
   take("cuMemsetD8", api.cuMemsetD8);
   take("cuLaunchKernel", api.cuLaunchKernel);
   if (!resolved)

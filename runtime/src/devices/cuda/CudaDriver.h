@@ -69,6 +69,8 @@ struct DriverApi {
                            size_t bytes) = nullptr;
   CUresult (*cuMemcpyDtoH)(void *destination, CUdeviceptr source,
                            size_t bytes) = nullptr;
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr destination, CUdeviceptr source,
+                           size_t bytes) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr destination, unsigned char value,
                          size_t bytes) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX,

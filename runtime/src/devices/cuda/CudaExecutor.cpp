@@ -1,0 +1,235 @@
+//===- CudaExecutor.cpp - A plan's steps on an NVIDIA GPU -----------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR, no CUDA headers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaExecutor.h"
+
+#include <cstdlib>
+
+using namespace kiln;
+using namespace kiln::cuda;
+using namespace kiln::runtime;
+
+/// The cuBLASLt workspace every GEMM may use (what the heuristic is told).
+static constexpr size_t kWorkspaceBytes = 32 << 20;
+
+struct Executor::Op {
+  plan::Call kind = plan::Call::NONE;
+  // KernelCall.
+  CUfunction function = nullptr;
+  std::string name;
+  unsigned grid = 1, block = 1, sharedBytes = 0;
+  std::vector<CUdeviceptr> arguments;
+  // GemmCall.
+  std::unique_ptr<LtGemm> gemm;
+  LtGemmPointers pointers;
+  // CopyCall (source, destination) and ZeroCall (destination).
+  CUdeviceptr source = 0, destination = 0;
+  size_t bytes = 0;
+};
+
+/// A failure of the device, as the session reports it.
+static Result deviceError(const std::string &message) {
+  return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + message);
+}
+
+Executor::~Executor() {
+  if (!context_)
+    return;
+  for (CUdeviceptr allocation : allocations_)
+    context_->release(allocation);
+  if (arena_)
+    context_->release(arena_);
+  if (workspace_)
+    context_->release(workspace_);
+  entries_.clear();
+  if (module_)
+    context_->unloadModule(module_);
+}
+
+Result Executor::create(std::shared_ptr<const Artifact> artifact,
+                        std::unique_ptr<Executor> &executor) {
+  std::unique_ptr<Executor> made(new Executor());
+  made->artifact_ = artifact;
+  std::string error;
+  made->driver_ = Driver::load(error);
+  if (!made->driver_)
+    return deviceError(error);
+  made->context_ = Context::create(*made->driver_, 0, error);
+  if (!made->context_)
+    return deviceError(error);
+  const DeviceInfo &gpu = made->context_->getDevice();
+  std::string found = gpu.name + " (" + gpu.arch() + ") through " +
+                      made->driver_->getPath() + " (CUDA " +
+                      made->driver_->getVersionText() + ")";
+  const plan::Plan &plan = artifact->getPlan();
+  // PTX for sm_XY runs on that compute capability and later ones (the
+  // driver compiles it); an artifact for a newer one cannot run here.
+  std::string arch = artifact->getArch();
+  if (arch.size() > 3 && arch.compare(0, 3, "sm_") == 0 &&
+      std::atoi(arch.c_str() + 3) > gpu.major * 10 + gpu.minor)
+    return invalidArgument("the artifact '" + artifact->getDirectory() +
+                           "' was compiled for " + arch + "; the GPU is " +
+                           found + ": compile it with --arch=" + gpu.arch());
+  // The cubin when ptxas assembled it for this very arch, else the PTX.
+  bool cubin = plan.cubin_file() && arch == gpu.arch();
+  std::string file = artifact->getDirectory() + "/" +
+                     (cubin                 ? plan.cubin_file()->str()
+                      : plan.kernels_file() ? plan.kernels_file()->str()
+                                            : std::string("kernels.ptx"));
+  if (std::string failed = made->context_->loadModule(file, made->module_);
+      !failed.empty()) {
+    made->module_ = nullptr;
+    return deviceError(failed);
+  }
+  made->cublas_ = CublasLt::load(error);
+  if (!made->cublas_)
+    return deviceError(error);
+  made->description_ = gpu.name + ", " + gpu.arch() + ", CUDA " +
+                       made->driver_->getVersionText() + ", " +
+                       (cubin ? "its cubin" : "PTX compiled by the driver");
+
+  // Device memory: the arena at its planned offsets, a block per persistent
+  // buffer (constants copied in by the session with the rest).
+  const std::vector<BufferInfo> &buffers = artifact->getBuffers();
+  made->pointers_.assign(buffers.size(), 0);
+  if (std::string failed = made->context_->allocate(
+          static_cast<size_t>(plan.arena_bytes()), made->arena_);
+      !failed.empty())
+    return deviceError(failed + " for the arena");
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferInfo &buffer = buffers[id];
+    if (buffer.kind == plan::BufferKind::Transient) {
+      made->pointers_[id] =
+          made->arena_ + static_cast<CUdeviceptr>(buffer.arenaOffset);
+      continue;
+    }
+    CUdeviceptr allocation = 0;
+    if (std::string failed = made->context_->allocate(
+            static_cast<size_t>(buffer.sizeBytes), allocation);
+        !failed.empty())
+      return deviceError(failed + " for buffer '" + buffer.name + "'");
+    made->allocations_.push_back(allocation);
+    made->pointers_[id] = allocation;
+  }
+  if (std::string failed =
+          made->context_->allocate(kWorkspaceBytes, made->workspace_);
+      !failed.empty())
+    return deviceError(failed + " for cuBLASLt's workspace");
+  made->workspaceBytes_ = kWorkspaceBytes;
+
+  if (plan.entries())
+    for (const plan::Entry *entry : *plan.entries()) {
+      std::vector<Op> ops(entry->ops() ? entry->ops()->size() : 0);
+      for (size_t i = 0; i < ops.size(); ++i)
+        KILN_RETURN_IF_ERROR(made->prepareOp(*entry->ops()->Get(i), ops[i])
+                                 .withContext("entry '" + entry->name()->str() +
+                                              "' op " + std::to_string(i)));
+      made->entries_.push_back(std::move(ops));
+    }
+  executor = std::move(made);
+  return Result::ok();
+}
+
+Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
+  prepared.kind = op.call_type();
+  switch (op.call_type()) {
+  case plan::Call::KernelCall: {
+    const plan::KernelCall &call = *op.call_as_KernelCall();
+    prepared.name = call.symbol()->str();
+    if (std::string failed =
+            context_->getFunction(module_, prepared.name, prepared.function);
+        !failed.empty())
+      return deviceError(failed);
+    prepared.grid = static_cast<unsigned>(call.grid_x());
+    prepared.block = static_cast<unsigned>(call.block_x());
+    prepared.sharedBytes = static_cast<unsigned>(call.shared_bytes());
+    if (call.buffers())
+      for (uint32_t id : *call.buffers())
+        prepared.arguments.push_back(pointer(id));
+    return Result::ok();
+  }
+  case plan::Call::GemmCall: {
+    const plan::GemmCall &call = *op.call_as_GemmCall();
+    if (std::string failed =
+            cublas_->prepare(call, workspaceBytes_, prepared.gemm);
+        !failed.empty())
+      return Result::error(KILN_ERROR_UNSUPPORTED, failed);
+    prepared.pointers.a = reinterpret_cast<const void *>(pointer(call.a()));
+    prepared.pointers.b = reinterpret_cast<const void *>(pointer(call.b()));
+    prepared.pointers.c = reinterpret_cast<void *>(pointer(call.c()));
+    if (call.bias() >= 0)
+      prepared.pointers.bias = reinterpret_cast<void *>(pointer(call.bias()));
+    if (call.aux() >= 0)
+      prepared.pointers.aux = reinterpret_cast<void *>(pointer(call.aux()));
+    return Result::ok();
+  }
+  case plan::Call::CopyCall: {
+    const plan::CopyCall &call = *op.call_as_CopyCall();
+    prepared.source = pointer(call.source());
+    prepared.destination = pointer(call.destination());
+    prepared.bytes = static_cast<size_t>(call.size_bytes());
+    return Result::ok();
+  }
+  case plan::Call::ZeroCall: {
+    uint32_t id = op.call_as_ZeroCall()->buffer();
+    prepared.destination = pointer(id);
+    prepared.bytes = static_cast<size_t>(artifact_->getBuffers()[id].sizeBytes);
+    return Result::ok();
+  }
+  default:
+    return invalidFormat("an op without a call");
+  }
+}
+
+Result Executor::copyIn(uint32_t id, const void *host) const {
+  size_t bytes = static_cast<size_t>(artifact_->getBuffers()[id].sizeBytes);
+  if (!bytes)
+    return Result::ok();
+  std::string failed = context_->copyToDevice(pointer(id), host, bytes);
+  return failed.empty() ? Result::ok()
+                        : deviceError(failed + " into buffer '" +
+                                      artifact_->getBuffers()[id].name + "'");
+}
+
+Result Executor::copyOut(uint32_t id, void *host) const {
+  size_t bytes = static_cast<size_t>(artifact_->getBuffers()[id].sizeBytes);
+  if (!bytes)
+    return Result::ok();
+  std::string failed = context_->copyToHost(host, pointer(id), bytes);
+  return failed.empty() ? Result::ok()
+                        : deviceError(failed + " from buffer '" +
+                                      artifact_->getBuffers()[id].name + "'");
+}
+
+Result Executor::runOp(size_t entry, size_t index) const {
+  const Op &op = entries_[entry][index];
+  std::string failed;
+  switch (op.kind) {
+  case plan::Call::KernelCall:
+    failed = context_->launch(op.function, op.name, op.grid, op.block,
+                              op.sharedBytes, op.arguments);
+    break;
+  case plan::Call::GemmCall:
+    failed = cublas_->run(*op.gemm, op.pointers,
+                          reinterpret_cast<void *>(workspace_));
+    break;
+  case plan::Call::CopyCall:
+    if (op.bytes && op.source != op.destination)
+      failed = context_->copyOnDevice(op.destination, op.source, op.bytes);
+    break;
+  case plan::Call::ZeroCall:
+    failed = context_->zero(op.destination, op.bytes);
+    break;
+  default:
+    break;
+  }
+  return failed.empty() ? Result::ok() : deviceError(failed);
+}
+
+Result Executor::synchronize() const {
+  std::string failed = context_->synchronize();
+  return failed.empty() ? Result::ok() : deviceError(failed);
+}
