@@ -222,6 +222,26 @@ TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
                  "/nonexistent/libcuda.so.1 cannot be loaded"});
     kiln_artifact_close(artifact);
   }
+  {
+    // A GPU index the driver does not have.
+    TempDir dir;
+    PlanWriter w;
+    w.buffer("x", Kind::Input, DType::F32, {2});
+    writeFile(dir.file("plan.kpl"),
+              w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda", "kernels.ptx"));
+    kiln_artifact *artifact = nullptr;
+    ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+        << kiln_last_error();
+    kiln_session_options options;
+    kiln_session_options_init(&options);
+    options.device = "cuda";
+    options.device_index = 1;
+    kiln_session *session = nullptr;
+    expectError(kiln_session_create_with_options(artifact, &options, &session),
+                KILN_ERROR_DEVICE,
+                {"device 'cuda': no CUDA device 1: the driver sees 1"});
+    kiln_artifact_close(artifact);
+  }
   for (const char *planArch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(planArch);
     TempDir dir;
@@ -247,6 +267,49 @@ TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
     EXPECT_EQ(session, nullptr);
     kiln_artifact_close(artifact);
   }
+}
+
+/// kiln_session_create_with_options: the defaults make a cpu session; what
+/// it cannot do yet, or what makes no sense, is refused, never ignored.
+TEST(RuntimeErrors, SessionOptions) {
+  TempDir dir;
+  kiln_artifact *artifact = nullptr;
+  ASSERT_EQ(openArtifact(dir, addPlan(), &artifact), KILN_OK)
+      << kiln_last_error();
+  kiln_session_options options;
+  kiln_session_options_init(&options);
+  EXPECT_EQ(options.struct_size, sizeof options);
+  EXPECT_STREQ(options.device, "cpu");
+  EXPECT_EQ(options.world_size, 1);
+  options.num_threads = 3;
+  kiln_session *session = nullptr;
+  ASSERT_EQ(kiln_session_create_with_options(artifact, &options, &session),
+            KILN_OK)
+      << kiln_last_error();
+  int32_t threads = 0;
+  EXPECT_EQ(kiln_session_num_threads(session, &threads), KILN_OK);
+  EXPECT_EQ(threads, 3);
+  kiln_session_destroy(session);
+  session = nullptr;
+
+  kiln_session_options world = options;
+  world.world_size = 2;
+  world.rank = 1;
+  expectError(kiln_session_create_with_options(artifact, &world, &session),
+              KILN_ERROR_UNSUPPORTED,
+              {"rank 1 of world size 2: this runtime runs one process"});
+  kiln_session_options index = options;
+  index.device_index = 1;
+  expectError(kiln_session_create_with_options(artifact, &index, &session),
+              KILN_ERROR_INVALID_ARGUMENT, {"device index 1 for device 'cpu'"});
+  kiln_session_options uninitialized = options;
+  uninitialized.struct_size = 0;
+  expectError(
+      kiln_session_create_with_options(artifact, &uninitialized, &session),
+      KILN_ERROR_INVALID_ARGUMENT,
+      {"options.struct_size is 0; call kiln_session_options_init first"});
+  EXPECT_EQ(session, nullptr);
+  kiln_artifact_close(artifact);
 }
 
 TEST(RuntimeErrors, InputsOfTheWrongNameShapeOrDtype) {

@@ -231,6 +231,34 @@ KILN_API kiln_status kiln_session_create(kiln_artifact *artifact,
                                          const char *device,
                                          int32_t num_threads,
                                          kiln_session **session);
+
+/** What kiln_session_create_with_options is given. Fill it with
+ * kiln_session_options_init first: fields added later get defaults there,
+ * and `struct_size` tells the runtime which fields the caller knows. */
+typedef struct kiln_session_options {
+  /** sizeof(kiln_session_options) as the caller compiled it. */
+  uint32_t struct_size;
+  /** "cpu" (the default), "cuda" or "cuda-emulator". */
+  const char *device;
+  /** The GPU's ordinal for "cuda" (0: the first); 0 on the other devices. */
+  int32_t device_index;
+  /** Host threads, as kiln_session_create's `num_threads` (0: default). */
+  int32_t num_threads;
+  /** This process's rank among `world_size` data-parallel processes: 0 and
+   * 1 until the data-parallel runtime exists; other values are refused. */
+  int32_t rank;
+  int32_t world_size;
+} kiln_session_options;
+
+/** Sets every field of `options` to its default. */
+KILN_API void kiln_session_options_init(kiln_session_options *options);
+
+/** kiln_session_create with `options`: the device and its index, the
+ * threads, and the data-parallel rank and world size (refused unless rank 0
+ * of 1, until data-parallel training exists). */
+KILN_API kiln_status kiln_session_create_with_options(
+    kiln_artifact *artifact, const kiln_session_options *options,
+    kiln_session **session);
 /** Frees the session and stops its threads. Null is allowed. */
 KILN_API kiln_status kiln_session_destroy(kiln_session *session);
 /** The number of threads of the session's pool. */

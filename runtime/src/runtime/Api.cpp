@@ -13,6 +13,7 @@
 #include "PlanPrinter.h"
 #include "Session.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -226,6 +227,56 @@ kiln_status kiln_session_create(kiln_artifact *artifact, const char *device,
     auto handle = std::make_unique<kiln_session>();
     KILN_RETURN_IF_ERROR(Session::create(artifact->artifact, device,
                                          num_threads, handle->session));
+    *session = handle.release();
+    return Result::ok();
+  });
+}
+
+void kiln_session_options_init(kiln_session_options *options) {
+  if (!options)
+    return;
+  *options = kiln_session_options();
+  options->struct_size = sizeof(kiln_session_options);
+  options->device = "cpu";
+  options->world_size = 1;
+}
+
+kiln_status
+kiln_session_create_with_options(kiln_artifact *artifact,
+                                 const kiln_session_options *options,
+                                 kiln_session **session) {
+  return guarded("kiln_session_create_with_options", nullptr, [&] {
+    KILN_REQUIRE(artifact);
+    KILN_REQUIRE(options);
+    KILN_REQUIRE(session);
+    *session = nullptr;
+    // A caller compiled against a smaller struct has defaults for the rest.
+    kiln_session_options given;
+    kiln_session_options_init(&given);
+    if (options->struct_size < offsetof(kiln_session_options, device_index) ||
+        options->struct_size > sizeof(kiln_session_options))
+      return invalidArgument(
+          "options.struct_size is " + std::to_string(options->struct_size) +
+          "; call kiln_session_options_init first (this runtime's is " +
+          std::to_string(sizeof(kiln_session_options)) + ")");
+    std::memcpy(&given, options, options->struct_size);
+    KILN_REQUIRE(given.device);
+    if (given.world_size != 1 || given.rank != 0)
+      return Result::error(
+          KILN_ERROR_UNSUPPORTED,
+          "rank " + std::to_string(given.rank) + " of world size " +
+              std::to_string(given.world_size) +
+              ": this runtime runs one process (rank 0 of 1); data-parallel "
+              "training is not built yet");
+    std::string device = given.device;
+    if (given.device_index < 0 || (given.device_index != 0 && device != "cuda"))
+      return invalidArgument(
+          "device index " + std::to_string(given.device_index) +
+          " for device '" + device + "' (only \"cuda\" has more than index 0)");
+    auto handle = std::make_unique<kiln_session>();
+    KILN_RETURN_IF_ERROR(Session::create(artifact->artifact, device,
+                                         given.num_threads, handle->session,
+                                         given.device_index));
     *session = handle.release();
     return Result::ok();
   });

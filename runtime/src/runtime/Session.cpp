@@ -63,7 +63,7 @@ Result Session::checkDevice(const std::string &device) {
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,
                        const std::string &device, int numThreads,
-                       std::unique_ptr<Session> &session) {
+                       std::unique_ptr<Session> &session, int deviceIndex) {
   // The GPU emulator runs a cuda plan on the host: its kernels from
   // kernels.emu.so, its GEMMs through the reference GEMM.
   bool emulator = device == "cuda-emulator";
@@ -96,7 +96,8 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   // On the GPU the buffers live in device memory too, and its ops run
   // there; the host side (copies, the prepared host ops) stays as is.
   if (gpu)
-    KILN_RETURN_IF_ERROR(cuda::Executor::create(artifact, created->cuda_));
+    KILN_RETURN_IF_ERROR(
+        cuda::Executor::create(artifact, deviceIndex, created->cuda_));
   created->artifact_ = std::move(artifact);
   created->emulator_ = emulator;
   std::string gemmError;

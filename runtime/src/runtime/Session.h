@@ -101,7 +101,7 @@ public:
   /// (0: ThreadPool::defaultSize()).
   static Result create(std::shared_ptr<const Artifact> artifact,
                        const std::string &device, int numThreads,
-                       std::unique_ptr<Session> &session);
+                       std::unique_ptr<Session> &session, int deviceIndex = 0);
 
   const Artifact &getArtifact() const { return *artifact_; }
   int getNumThreads() const { return pool_->size(); }

@@ -49,7 +49,7 @@ Executor::~Executor() {
     context_->unloadModule(module_);
 }
 
-Result Executor::create(std::shared_ptr<const Artifact> artifact,
+Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
                         std::unique_ptr<Executor> &executor) {
   std::unique_ptr<Executor> made(new Executor());
   made->artifact_ = artifact;
@@ -57,7 +57,7 @@ Result Executor::create(std::shared_ptr<const Artifact> artifact,
   made->driver_ = Driver::load(error);
   if (!made->driver_)
     return deviceError(error);
-  made->context_ = Context::create(*made->driver_, 0, error);
+  made->context_ = Context::create(*made->driver_, ordinal, error);
   if (!made->context_)
     return deviceError(error);
   const DeviceInfo &gpu = made->context_->getDevice();

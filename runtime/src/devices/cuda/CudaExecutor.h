@@ -33,9 +33,9 @@ using runtime::Result;
 
 class Executor {
 public:
-  /// The driver, the first GPU, the module, cuBLASLt and the device memory
+  /// The driver, GPU `ordinal`, the module, cuBLASLt and the device memory
   /// of `artifact` (a cuda plan), every op of every entry readied.
-  static Result create(std::shared_ptr<const Artifact> artifact,
+  static Result create(std::shared_ptr<const Artifact> artifact, int ordinal,
                        std::unique_ptr<Executor> &executor);
   ~Executor();
 
