@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Prepares what bench/device/run.sh needs on a GPU machine that has neither
+# LLVM nor a package registry: everything compiled here, carried there.
+#
+#   bench/device/prepare.sh BUNDLE [STEPS]
+#
+# BUNDLE/src        the runtime's sources, the generated plan header, the
+#                   FlatBuffers headers, the step runner and the fakes
+# BUNDLE/artifacts  examples/mlp.kiln and examples/gpt.kiln for sm_90
+# BUNDLE/expected   each artifact's STEPS (default 20) train steps run here
+#                   by the GPU emulator: losses and a hash of the parameters
+# BUNDLE/run.sh     the script to run there
+# Needs a built tree (scripts/build.sh).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${KILN_BUILD_DIR:-$root/build}"
+bundle="${1:?usage: bench/device/prepare.sh BUNDLE [STEPS]}"
+steps="${2:-20}"
+kiln="$build/bin/kiln"
+[ -x "$kiln" ] || { echo "prepare.sh: no $kiln: run scripts/build.sh" >&2; exit 1; }
+header="$build/runtime/include/kiln/plan_generated.h"
+[ -f "$header" ] || { echo "prepare.sh: no $header" >&2; exit 1; }
+flatbuffers="$(dirname "$(echo '#include <flatbuffers/flatbuffers.h>' |
+  c++ -E -H -x c++ - 2>&1 >/dev/null | sed -n 's/^\. //p' | head -1)")"
+
+rm -rf "$bundle"
+mkdir -p "$bundle/src/generated/kiln" "$bundle/src/include" "$bundle/src/fakes" \
+  "$bundle/artifacts" "$bundle/expected"
+cp -r "$root/runtime" "$bundle/src/runtime"
+cp "$header" "$bundle/src/generated/kiln/"
+cp -r "$flatbuffers" "$bundle/src/include/flatbuffers"
+cp "$root/bench/device/step_runner.c" "$bundle/src/"
+cp "$root/test/unit/fakes/FakeLibcuda.c" "$root/test/unit/fakes/FakeCublasLt.cpp" \
+  "$bundle/src/fakes/"
+cp "$root/bench/device/run.sh" "$bundle/run.sh"
+
+# The artifacts, and what the GPU emulator computes from them here.
+cc -std=c11 -O2 -I "$root/runtime/include" "$root/bench/device/step_runner.c" \
+  -o "$bundle/step_runner.here" -L "$build/lib" -lkiln_runtime -lm \
+  -Wl,-rpath,"$build/lib"
+for model in mlp gpt; do
+  "$kiln" compile "$root/examples/$model.kiln" --target=cuda --arch=sm_90 --train \
+    -o "$bundle/artifacts/$model.kiln.d" 2> "$bundle/artifacts/$model.log"
+  "$bundle/step_runner.here" "$bundle/artifacts/$model.kiln.d" cuda-emulator \
+    "$steps" "$bundle/expected/$model.json"
+done
+rm "$bundle/step_runner.here"
+echo "$steps" > "$bundle/steps"
+echo "prepare.sh: $bundle ($(du -sh "$bundle" | cut -f1))"
