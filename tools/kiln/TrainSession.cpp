@@ -350,6 +350,10 @@ std::string TrainSession::describeDevice(std::string &warning) const {
   kiln_gemm_info gemm;
   if (kiln_session_gemm_info(session, &gemm) != KILN_OK)
     return text;
+  // On the GPU the host threads do no work: the GPU and how its kernels
+  // were loaded instead.
+  if (std::string(gemm.library) == "cublaslt")
+    return formatv("{0}; GEMMs: {1}", gemm.isa, gemm.version).str();
   text += formatv("; GEMMs: {0} ({1})", gemm.version, gemm.isa).str();
   if (*gemm.others)
     text += formatv(", {0}", gemm.others).str();
