@@ -14,6 +14,7 @@
 #include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/RestrictToChunk.h"
 
+#include "KernelFunc.h"
 #include "RowTemplate.h"
 #include "ScatterPartition.h"
 #include "TransposeTemplate.h"
@@ -272,17 +273,8 @@ void buildGpuKernel(OpBuilder &builder, const Kernel &kernel, int64_t threads,
   func::FuncOp body = kernel.body;
   Block &source = body.getBody().front();
   unsigned numBuffers = source.getNumArguments() - 2;
-  SmallVector<Type> types;
-  for (unsigned i = 0; i < numBuffers; ++i)
-    types.push_back(source.getArgument(i).getType());
-  auto func = gpu::GPUFuncOp::create(builder, loc, kernel.name,
-                                     builder.getFunctionType(types, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      builder.getDenseI32ArrayAttr({static_cast<int32_t>(shape.block), 1, 1}));
-  func.setKnownGridSizeAttr(
-      builder.getDenseI32ArrayAttr({static_cast<int32_t>(shape.grid), 1, 1}));
+  gpu::GPUFuncOp func =
+      createKernelFunc(builder, loc, kernel.name, body, {}, shape);
   // Every buffer starts at a 64-byte boundary (see getVectorWidth); said
   // only where a thread takes a vector's worth of elements: on a column
   // block's loop the vectorizer's wide loads raised the registers a thread

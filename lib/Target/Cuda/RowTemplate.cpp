@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RowTemplate.h"
+#include "KernelFunc.h"
 #include "RowReduction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -419,23 +420,12 @@ void kiln::buildRowKernel(OpBuilder &builder, StringRef name, Location loc,
                           func::FuncOp body, const RowPlan &plan) {
   Block &source = body.getBody().front();
   unsigned numBuffers = source.getNumArguments() - 2;
-  SmallVector<Type> types;
-  for (unsigned i = 0; i < numBuffers; ++i)
-    types.push_back(source.getArgument(i).getType());
   SmallVector<Type> workgroup;
-  auto space = gpu::AddressSpaceAttr::get(builder.getContext(),
-                                          gpu::AddressSpace::Workgroup);
   for (const RowPlan::SharedReduction &reduction : plan.sharedReductions)
-    workgroup.push_back(MemRefType::get({reduction.words}, reduction.type,
-                                        MemRefLayoutAttrInterface(), space));
-  auto func = gpu::GPUFuncOp::create(
-      builder, loc, name, builder.getFunctionType(types, {}), workgroup);
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(plan.blockSize), 1, 1}));
-  func.setKnownGridSizeAttr(
-      builder.getDenseI32ArrayAttr({static_cast<int32_t>(plan.grid), 1, 1}));
+    workgroup.push_back(getSharedBufferType(builder.getContext(),
+                                            {reduction.words}, reduction.type));
+  gpu::GPUFuncOp func = createKernelFunc(builder, loc, name, body, workgroup,
+                                         {plan.grid, plan.blockSize});
   std::string kind = plan.warpPerRow ? "warp" : "block";
   auto isColumns = [](const RowPlan::Rows &rows) { return rows.columns; };
   if (!plan.rows.empty() && llvm::all_of(plan.rows, isColumns))

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TransposeTemplate.h"
+#include "KernelFunc.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -168,25 +169,14 @@ void kiln::buildTransposeKernel(OpBuilder &builder, StringRef name,
   Block &source = body.getBody().front();
   scf::ParallelOp loop = plan.loop;
   unsigned numBuffers = source.getNumArguments() - 2;
-  SmallVector<Type> types;
-  for (unsigned i = 0; i < numBuffers; ++i)
-    types.push_back(source.getArgument(i).getType());
   // A tile per load, a word of padding per row: the column a warp reads
   // back in the second phase then falls on 32 different banks.
   SmallVector<Type> workgroup;
-  auto space = gpu::AddressSpaceAttr::get(builder.getContext(),
-                                          gpu::AddressSpace::Workgroup);
   for (memref::LoadOp load : plan.loads)
-    workgroup.push_back(MemRefType::get({kTile, kTile + 1}, load.getType(),
-                                        MemRefLayoutAttrInterface(), space));
-  auto func = gpu::GPUFuncOp::create(
-      builder, loc, name, builder.getFunctionType(types, {}), workgroup);
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(kTile * kTileRows), 1, 1}));
-  func.setKnownGridSizeAttr(
-      builder.getDenseI32ArrayAttr({static_cast<int32_t>(plan.grid), 1, 1}));
+    workgroup.push_back(getSharedBufferType(
+        builder.getContext(), {kTile, kTile + 1}, load.getType()));
+  gpu::GPUFuncOp func = createKernelFunc(builder, loc, name, body, workgroup,
+                                         {plan.grid, kTile * kTileRows});
   func->setAttr(kTransposeAttr, builder.getI64IntegerAttr(kTile));
 
   Block &entry = func.getBody().front();
@@ -240,57 +230,61 @@ void kiln::buildTransposeKernel(OpBuilder &builder, StringRef name,
   };
   ArrayRef<BlockArgument> tiles = func.getWorkgroupAttributions();
 
+  // The thread's kTile / kTileRows elements of the tile: rows `row`, `row`
+  // + kTileRows, ... of it, its lane the column. `lanesAlongRead`: columns
+  // are offsets along the read dim (else the store dim). `emit` builds each
+  // element's work where the element is inside the loop's range, with the
+  // loop's indices mapped to it and the element's row offset.
+  auto forEachElement =
+      [&](bool lanesAlongRead,
+          llvm::function_ref<void(OpBuilder &, Value, IRMapping &)> emit) {
+        for (int64_t k = 0; k < kTile; k += kTileRows) {
+          Value offset = k == 0 ? row
+                                : arith::AddIOp::create(
+                                      b, loc, row,
+                                      arith::ConstantIndexOp::create(b, loc, k))
+                                      .getResult();
+          Value inside;
+          SmallVector<Value> indices = lanesAlongRead
+                                           ? elementAt(offset, lane, inside)
+                                           : elementAt(lane, offset, inside);
+          auto ifInside =
+              scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+          OpBuilder then(ifInside.thenBlock()->getTerminator());
+          IRMapping mapping = outside;
+          mapIndices(loop, indices, mapping);
+          emit(then, offset, mapping);
+        }
+      };
+
   // First phase: lanes along the read dim, each tiled load into its tile at
   // [store offset][read offset].
-  for (int64_t k = 0; k < kTile; k += kTileRows) {
-    Value alongStore =
-        k == 0 ? row
-               : arith::AddIOp::create(
-                     b, loc, row, arith::ConstantIndexOp::create(b, loc, k))
-                     .getResult();
-    Value inside;
-    SmallVector<Value> indices = elementAt(alongStore, lane, inside);
-    auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-    OpBuilder then(ifInside.thenBlock()->getTerminator());
-    for (auto [load, tile] : llvm::zip(plan.loads, tiles)) {
-      IRMapping mapping = outside;
-      mapIndices(loop, indices, mapping);
-      Value value = cloneLoad(then, load, mapping);
-      memref::StoreOp::create(then, loc, value, tile,
+  forEachElement(/*lanesAlongRead=*/true, [&](OpBuilder &then, Value alongStore,
+                                              IRMapping &mapping) {
+    for (auto [load, tile] : llvm::zip(plan.loads, tiles))
+      memref::StoreOp::create(then, loc, cloneLoad(then, load, mapping), tile,
                               ValueRange{alongStore, lane});
-    }
-  }
+  });
   gpu::BarrierOp::create(b, loc);
 
   // Second phase: lanes along the store dim, the whole body, the tiled
   // loads read back from [store offset][read offset].
-  llvm::SmallPtrSet<Operation *, 4> tiled;
-  for (memref::LoadOp load : plan.loads)
-    tiled.insert(load);
-  for (int64_t k = 0; k < kTile; k += kTileRows) {
-    Value alongRead =
-        k == 0 ? row
-               : arith::AddIOp::create(
-                     b, loc, row, arith::ConstantIndexOp::create(b, loc, k))
-                     .getResult();
-    Value inside;
-    SmallVector<Value> indices = elementAt(lane, alongRead, inside);
-    auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-    OpBuilder then(ifInside.thenBlock()->getTerminator());
-    IRMapping mapping = outside;
-    mapIndices(loop, indices, mapping);
+  llvm::DenseMap<Operation *, BlockArgument> tileOf;
+  for (auto [load, tile] : llvm::zip(plan.loads, tiles))
+    tileOf[load] = tile;
+  forEachElement(/*lanesAlongRead=*/false, [&](OpBuilder &then, Value alongRead,
+                                               IRMapping &mapping) {
     for (Operation &op : loop.getBody()->without_terminator()) {
-      if (!tiled.count(&op)) {
+      auto tile = tileOf.find(&op);
+      if (tile == tileOf.end()) {
         then.clone(op, mapping);
         continue;
       }
-      unsigned which =
-          llvm::find(plan.loads, cast<memref::LoadOp>(op)) - plan.loads.begin();
       mapping.map(op.getResult(0),
-                  memref::LoadOp::create(then, loc, tiles[which],
+                  memref::LoadOp::create(then, loc, tile->second,
                                          ValueRange{lane, alongRead})
                       .getResult());
     }
-  }
+  });
   gpu::ReturnOp::create(b, loc);
 }
