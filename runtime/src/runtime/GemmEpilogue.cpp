@@ -28,17 +28,6 @@ template <typename T> T geluDerivative(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
 }
 
-template <typename In> struct Widen;
-template <> struct Widen<float> {
-  static float get(const float *p) { return *p; }
-};
-template <> struct Widen<double> {
-  static double get(const double *p) { return *p; }
-};
-template <> struct Widen<uint16_t> {
-  static float get(const uint16_t *p) { return cpu::bf16ToFloat(*p); }
-};
-
 /// bias[j] = sum over p of op(B)[p, j] for the tile's columns.
 template <typename In, typename T>
 void sumColumnsOfB(const cpu::GemmProblem &tile, T *bias) {
@@ -46,45 +35,55 @@ void sumColumnsOfB(const cpu::GemmProblem &tile, T *bias) {
   for (int64_t j = 0; j < tile.n; ++j) {
     T sum = T(0);
     for (int64_t p = 0; p < tile.k; ++p)
-      sum += Widen<In>::get(tile.transposeB ? b + j * tile.ldb + p
-                                            : b + p * tile.ldb + j);
+      sum += cpu::widenElement(tile.transposeB ? b + j * tile.ldb + p
+                                               : b + p * tile.ldb + j);
     bias[j] = sum;
   }
+}
+
+/// `update(i, j, element)` over the tile's elements.
+template <typename T, typename Update>
+void forEachElement(const cpu::GemmProblem &tile, Update update) {
+  T *c = static_cast<T *>(tile.c);
+  for (int64_t i = 0; i < tile.m; ++i)
+    for (int64_t j = 0; j < tile.n; ++j)
+      update(i, j, c[i * tile.ldc + j]);
 }
 
 template <typename T>
 void applyToElements(const cpu::GemmProblem &tile,
                      const GemmEpilogueTile &epilogue) {
   using Kind = plan::GemmEpilogue;
-  T *c = static_cast<T *>(tile.c);
   const T *bias = static_cast<const T *>(epilogue.bias);
+  // aux has C's layout.
   T *aux = static_cast<T *>(epilogue.aux);
-  for (int64_t i = 0; i < tile.m; ++i)
-    for (int64_t j = 0; j < tile.n; ++j) {
-      T &element = c[i * tile.ldc + j];
-      switch (epilogue.kind) {
-      case Kind::Bias:
-        element = element + bias[j];
-        break;
-      case Kind::Gelu:
-        if (aux)
-          aux[i * tile.ldc + j] = element;
-        element = gelu(element);
-        break;
-      case Kind::BiasGelu: {
-        T input = element + bias[j];
-        if (aux)
-          aux[i * tile.ldc + j] = input;
-        element = gelu(input);
-        break;
-      }
-      case Kind::DGelu:
-        element = element * geluDerivative(aux[i * tile.ldc + j]);
-        break;
-      default:
-        return;
-      }
-    }
+  auto auxAt = [&](int64_t i, int64_t j) -> T & {
+    return aux[i * tile.ldc + j];
+  };
+  switch (epilogue.kind) {
+  case Kind::Bias:
+    return forEachElement<T>(
+        tile, [&](int64_t, int64_t j, T &element) { element += bias[j]; });
+  case Kind::Gelu:
+    return forEachElement<T>(tile, [&](int64_t i, int64_t j, T &element) {
+      if (aux)
+        auxAt(i, j) = element;
+      element = gelu(element);
+    });
+  case Kind::BiasGelu:
+    return forEachElement<T>(tile, [&](int64_t i, int64_t j, T &element) {
+      T input = element + bias[j];
+      if (aux)
+        auxAt(i, j) = input;
+      element = gelu(input);
+    });
+  case Kind::DGelu:
+    return forEachElement<T>(tile, [&](int64_t i, int64_t j, T &element) {
+      element = element * geluDerivative(auxAt(i, j));
+    });
+  default:
+    return;
+  }
 }
 
 } // namespace

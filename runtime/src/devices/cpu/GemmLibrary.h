@@ -110,6 +110,14 @@ std::shared_ptr<const GemmLibrary> createOpenBlasGemm();
 uint16_t floatToBf16(float value);
 float bf16ToFloat(uint16_t value);
 
+/// An operand element in its accumulation type: f32 and f64 as they are,
+/// bf16 (stored as uint16_t) widened to f32.
+inline float widenElement(const float *element) { return *element; }
+inline double widenElement(const double *element) { return *element; }
+inline float widenElement(const uint16_t *element) {
+  return bf16ToFloat(*element);
+}
+
 } // namespace cpu
 } // namespace kiln
 

@@ -25,17 +25,6 @@ namespace {
 /// Columns of op(B) packed at a time.
 constexpr int64_t kPanelColumns = 256;
 
-template <typename In> struct Load;
-template <> struct Load<float> {
-  static float get(const float *p) { return *p; }
-};
-template <> struct Load<double> {
-  static double get(const double *p) { return *p; }
-};
-template <> struct Load<uint16_t> {
-  static float get(const uint16_t *p) { return bf16ToFloat(*p); }
-};
-
 template <typename In, typename Acc>
 void multiply(const GemmProblem &problem) {
   const In *a = static_cast<const In *>(problem.a);
@@ -53,14 +42,14 @@ void multiply(const GemmProblem &problem) {
         int64_t column = first + j;
         const In *element = problem.transposeB ? b + column * problem.ldb + p
                                                : b + p * problem.ldb + column;
-        panel[p * width + j] = Load<In>::get(element);
+        panel[p * width + j] = widenElement(element);
       }
     for (int64_t i = 0; i < m; ++i) {
       std::fill(row.begin(), row.begin() + width, Acc(0));
       for (int64_t p = 0; p < k; ++p) {
         const In *element = problem.transposeA ? a + p * problem.lda + i
                                                : a + i * problem.lda + p;
-        Acc factor = Load<In>::get(element);
+        Acc factor = widenElement(element);
         const Acc *source = panel.data() + p * width;
         for (int64_t j = 0; j < width; ++j)
           row[j] += factor * source[j];
