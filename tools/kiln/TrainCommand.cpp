@@ -249,6 +249,9 @@ int kiln::cli::runTrain() {
     return fail("--save-every needs --save PATH");
   if (threads < 0)
     return fail("--threads must not be negative (0: every core)");
+  if (device == "cuda" && threads.getNumOccurrences())
+    return fail("--threads has no effect on --device cuda, whose ops all run "
+                "on the GPU");
   for (const cl::opt<std::string> *path :
        {&saveFile, &metricsFile, &resumeFile, &initFrom, &tokenFile,
         &evalTokenFile})

@@ -85,6 +85,20 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
     return invalidArgument("thread count " + std::to_string(numThreads) +
                            " is outside [0, " + std::to_string(kMaxThreads) +
                            "] (0: KILN_NUM_THREADS or the hardware's)");
+  std::unique_ptr<Session> created(new Session());
+  // On the GPU the buffers live in device memory too, and its ops run
+  // there; the host side (copies, the prepared host ops) stays as is.
+  if (gpu)
+    KILN_RETURN_IF_ERROR(
+        cuda::Executor::create(artifact, deviceIndex, created->cuda_));
+  // The GPU runs every op: host threads would do nothing, so a count asked
+  // for is refused rather than ignored, and the pool is the calling thread.
+  if (gpu && numThreads != 0)
+    return invalidArgument("thread count " + std::to_string(numThreads) +
+                           " on device 'cuda', whose ops all run on the GPU "
+                           "(pass 0)");
+  if (gpu)
+    numThreads = 1;
   if (numThreads == 0) {
     std::string error;
     std::optional<int> size = ThreadPool::defaultSize(kMaxThreads, error);
@@ -92,12 +106,6 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
       return invalidArgument(error);
     numThreads = *size;
   }
-  std::unique_ptr<Session> created(new Session());
-  // On the GPU the buffers live in device memory too, and its ops run
-  // there; the host side (copies, the prepared host ops) stays as is.
-  if (gpu)
-    KILN_RETURN_IF_ERROR(
-        cuda::Executor::create(artifact, deviceIndex, created->cuda_));
   created->artifact_ = std::move(artifact);
   created->emulator_ = emulator;
   std::string gemmError;
