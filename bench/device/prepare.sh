@@ -30,7 +30,8 @@ cp -r "$root/runtime" "$bundle/src/runtime"
 cp "$header" "$bundle/src/generated/kiln/"
 cp -r "$flatbuffers" "$bundle/src/include/flatbuffers"
 cp "$root/bench/device/step_runner.c" "$bundle/src/"
-cp "$root/test/unit/fakes/FakeLibcuda.c" "$root/test/unit/fakes/FakeCublasLt.cpp" \
+cp "$root/test/unit/fakes/FakeLibcuda.c" "$root/test/unit/fakes/FakeStreams.c" \
+   "$root/test/unit/fakes/FakeStreams.h" "$root/test/unit/fakes/FakeCublasLt.cpp" \
   "$bundle/src/fakes/"
 cp "$root/bench/device/run.sh" "$bundle/run.sh"
 

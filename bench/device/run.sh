@@ -52,13 +52,14 @@ lib="$out/build/lib"
 cc -std=c11 -O2 -I "$src/runtime/include" "$src/step_runner.c" -o "$out/step_runner" \
   -L "$lib" -lkiln_runtime -lm -Wl,-rpath,"$lib" >> "$out/stage1-build.txt" 2>&1
 if [ "$dry" = 1 ]; then
-  cc -shared -fPIC -O2 "$src/fakes/FakeLibcuda.c" -o "$out/libfake_libcuda.so" -ldl
+  cc -shared -fPIC -O2 -fvisibility=hidden "$src/fakes/FakeLibcuda.c" \
+    "$src/fakes/FakeStreams.c" -o "$out/libfake_libcuda.so" -ldl
   c++ -std=c++17 -shared -fPIC -O2 -fvisibility=hidden "$src/fakes/FakeCublasLt.cpp" \
     "$src/runtime/src/devices/cpu/GemmLibrary.cpp" \
     "$src/runtime/src/devices/cpu/ReferenceGemm.cpp" \
     "$src/runtime/src/runtime/GemmEpilogue.cpp" \
     -I "$src/runtime/src" -I "$src/runtime/src/runtime" -I "$src/runtime/include" \
-    -I "$src/generated" -I "$src/include" -o "$out/libfake_cublaslt.so"
+    -I "$src/generated" -I "$src/include" -o "$out/libfake_cublaslt.so" -ldl
   export KILN_LIBCUDA="$out/libfake_libcuda.so" KILN_LIBCUBLASLT="$out/libfake_cublaslt.so"
 elif [ -z "${KILN_LIBCUBLASLT:-}" ]; then
   # pip's nvidia-cublas, where the GPU machine keeps libcublasLt.

@@ -214,7 +214,7 @@ void checkCase(const cuda::CublasLt &cublas, const Case &c) {
   pointers.c = deviceC.data();
   pointers.bias = bias ? deviceBias.data() : nullptr;
   pointers.aux = c.aux ? deviceAux.data() : nullptr;
-  ASSERT_EQ(cublas.run(*gemm, pointers, nullptr), "");
+  ASSERT_EQ(cublas.run(*gemm, pointers, nullptr, nullptr), "");
 
   // The host executor's: the plan's row-major semantics, a tile per matrix.
   std::string error;

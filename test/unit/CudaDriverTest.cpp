@@ -6,13 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "devices/cuda/CudaDriver.h"
-#include "devices/cuda/CudaContext.h"
-
-#include "RuntimeTestUtil.h"
-#include <dlfcn.h>
-#include <fstream>
-#include <iterator>
+#include "FakeGpu.h"
 
 #ifdef KILN_HAVE_CUDA_H
 #include <cuda.h>
@@ -33,6 +27,13 @@ static_assert(cuda::kAttributeComputeCapabilityMinor ==
               CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(cuda::kGetProcAddressDefault == CU_GET_PROC_ADDRESS_DEFAULT);
 static_assert(cuda::kGetProcAddressSuccess == CU_GET_PROC_ADDRESS_SUCCESS);
+static_assert(cuda::kCudaErrorNotReady == CUDA_ERROR_NOT_READY);
+static_assert(cuda::kStreamNonBlocking == CU_STREAM_NON_BLOCKING);
+static_assert(cuda::kEventDefault == CU_EVENT_DEFAULT);
+static_assert(cuda::kEventDisableTiming == CU_EVENT_DISABLE_TIMING);
+static_assert(cuda::kStreamCaptureModeGlobal == CU_STREAM_CAPTURE_MODE_GLOBAL);
+static_assert(cuda::kFuncAttributeMaxDynamicSharedSizeBytes ==
+              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 static_assert(sizeof(cuda::CUdevice) == sizeof(CUdevice));
 static_assert(sizeof(cuda::CUresult) == sizeof(CUresult));
 #endif
@@ -127,36 +128,10 @@ TEST(CudaDriver, DeviceCheckSaysWhatIsThere) {
 
 namespace {
 
-/// An artifact directory as the fake driver reads one: a module file and,
-/// beside it, the emulator build (here the runtime tests' host kernels,
-/// which have the same calling convention and signature table).
-std::string writeFakeModule(TempDir &dir) {
-  writeFile(dir.file("kernels.ptx"), "// PTX the fake driver does not read\n");
-  std::ifstream kernels(KILN_TEST_KERNELS, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(kernels)),
-                    std::istreambuf_iterator<char>());
-  writeFile(dir.file("kernels.emu.so"), bytes);
-  return dir.file("kernels.ptx");
-}
-
-long liveFakeAllocations() {
-  void *fake = dlopen(KILN_FAKE_LIBCUDA, RTLD_NOW | RTLD_NOLOAD);
-  EXPECT_NE(fake, nullptr);
-  auto live = reinterpret_cast<long (*)()>(
-      dlsym(fake, "kiln_fake_cuda_live_allocations"));
-  long count = live ? live() : -1;
-  dlclose(fake);
-  return count;
-}
-
 TEST(CudaContext, RunsAKernelOnDeviceMemory) {
-  ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
-  std::string error;
-  std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
-  ASSERT_TRUE(driver) << error;
-  std::unique_ptr<cuda::Context> context =
-      cuda::Context::create(*driver, 0, error);
-  ASSERT_TRUE(context) << error;
+  FakeGpu gpu;
+  ASSERT_TRUE(gpu.context) << gpu.error;
+  cuda::Context *context = gpu.context.get();
   EXPECT_EQ(context->getDevice().name, "Kiln Fake GPU");
   long before = liveFakeAllocations();
 
@@ -169,8 +144,11 @@ TEST(CudaContext, RunsAKernelOnDeviceMemory) {
   std::vector<cuda::CUdeviceptr> buffers(3);
   for (cuda::CUdeviceptr &buffer : buffers)
     ASSERT_EQ(context->allocate(a.size() * 4, buffer), "");
-  ASSERT_EQ(context->copyToDevice(buffers[0], a.data(), a.size() * 4), "");
-  ASSERT_EQ(context->copyToDevice(buffers[1], b.data(), b.size() * 4), "");
+  cuda::CUstream stream = context->getComputeStream();
+  ASSERT_EQ(context->copyToDevice(buffers[0], a.data(), a.size() * 4, stream),
+            "");
+  ASSERT_EQ(context->copyToDevice(buffers[1], b.data(), b.size() * 4, stream),
+            "");
   ASSERT_EQ(context->zero(buffers[2], a.size() * 4), "");
   ASSERT_EQ(context->launch(add, "kiln_test_add", 6, 32, 0, buffers), "");
   ASSERT_EQ(context->synchronize(), "");
@@ -185,13 +163,10 @@ TEST(CudaContext, RunsAKernelOnDeviceMemory) {
 }
 
 TEST(CudaContext, EachFailingCallIsNamed) {
-  ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
+  FakeGpu gpu;
+  ASSERT_TRUE(gpu.context) << gpu.error;
+  cuda::Context *context = gpu.context.get();
   std::string error;
-  std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
-  ASSERT_TRUE(driver) << error;
-  std::unique_ptr<cuda::Context> context =
-      cuda::Context::create(*driver, 0, error);
-  ASSERT_TRUE(context) << error;
   cuda::CUdeviceptr pointer = 0;
   {
     ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuMemAlloc=2");
@@ -220,7 +195,7 @@ TEST(CudaContext, EachFailingCallIsNamed) {
   EXPECT_EQ(context->unloadModule(module), "");
   // The primary context goes with its last user.
   ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuDevicePrimaryCtxRetain=201");
-  EXPECT_EQ(cuda::Context::create(*driver, 0, error), nullptr);
+  EXPECT_EQ(cuda::Context::create(*gpu.driver, 0, error), nullptr);
   EXPECT_EQ(error, "cuDevicePrimaryCtxRetain: CUDA_ERROR_INVALID_CONTEXT "
                    "(invalid device context)");
 }

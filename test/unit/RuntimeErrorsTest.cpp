@@ -16,17 +16,6 @@ using Kind = plan::BufferKind;
 
 namespace {
 
-/// Checks that `status` is `expected` and that the thread's last error
-/// contains every string of `parts`.
-void expectError(kiln_status status, kiln_status expected,
-                 std::initializer_list<std::string> parts) {
-  EXPECT_EQ(status, expected) << kiln_last_error();
-  std::string message = kiln_last_error();
-  for (const std::string &part : parts)
-    EXPECT_NE(message.find(part), std::string::npos)
-        << "'" << part << "' not in: " << message;
-}
-
 /// A small valid plan: predict(x f32[2, 3]) -> y = x + x.
 std::string addPlan(uint32_t version = KILN_PLAN_SCHEMA_VERSION,
                     const char *symbol = "kiln_test_add") {

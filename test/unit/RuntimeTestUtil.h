@@ -76,6 +76,15 @@ public:
     addOp(plan::Call::KernelCall, call.Union(), opName, line);
   }
 
+  /// A cuda plan's kernel: `grid` blocks of `block` threads.
+  void gpuKernel(const char *symbol, std::vector<uint32_t> args, int64_t grid,
+                 int64_t block, const char *opName = "graph.test",
+                 uint32_t line = 1) {
+    auto call = plan::CreateKernelCallDirect(fbb, symbol, &args, grid, 1, grid,
+                                             block, 0);
+    addOp(plan::Call::KernelCall, call.Union(), opName, line);
+  }
+
   void gemm(flatbuffers::Offset<plan::GemmCall> call,
             const char *opName = "graph.matmul", uint32_t line = 1) {
     addOp(plan::Call::GemmCall, call.Union(), opName, line);
@@ -201,6 +210,17 @@ struct Loaded {
     kiln_artifact_close(artifact);
   }
 };
+
+/// Checks that `status` is `expected` and that the thread's last error
+/// contains every string of `parts`.
+inline void expectError(kiln_status status, kiln_status expected,
+                        std::initializer_list<std::string> parts) {
+  EXPECT_EQ(status, expected) << kiln_last_error();
+  std::string message = kiln_last_error();
+  for (const std::string &part : parts)
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "'" << part << "' not in: " << message;
+}
 
 /// Sets environment variable `name` for the life of the object, restoring
 /// (or removing) it after.

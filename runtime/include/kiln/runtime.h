@@ -286,8 +286,19 @@ KILN_API kiln_status kiln_session_bind_input(kiln_session *session,
  * "apply_step" advances the step counter by one. Dropout sees the seed and
  * the step counter. Bad input data that a kernel detects (an embedding id
  * or a target class out of range) fails the run with
- * KILN_ERROR_INVALID_ARGUMENT naming the op's model location. */
+ * KILN_ERROR_INVALID_ARGUMENT naming the op's model location.
+ *
+ * On device "cuda" the call returns once the run is queued on the GPU
+ * (unless check-numerics or profiling is on): the next batch may be bound
+ * meanwhile, and its upload overlaps the run. The run's failure, a kernel's
+ * status included, is then reported by the next call that waits for it:
+ * kiln_session_synchronize, any call that reads or writes the session's
+ * buffers, or the next run. On the cpu devices a run is complete when the
+ * call returns. */
 KILN_API kiln_status kiln_session_run(kiln_session *session, const char *entry);
+/** Waits for the runs in flight on the device and reports their failure
+ * (KILN_OK at once on the cpu devices). */
+KILN_API kiln_status kiln_session_synchronize(kiln_session *session);
 /** Copies output `name` (after a run) into `data`; `dtype` must be the
  * output's and `size_bytes` its size. */
 KILN_API kiln_status kiln_session_read_output(kiln_session *session,

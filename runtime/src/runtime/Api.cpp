@@ -337,6 +337,13 @@ kiln_status kiln_session_run(kiln_session *session, const char *entry) {
   });
 }
 
+kiln_status kiln_session_synchronize(kiln_session *session) {
+  return guarded("kiln_session_synchronize", session, [&] {
+    KILN_REQUIRE(session);
+    return session->session->synchronize();
+  });
+}
+
 kiln_status kiln_session_read_output(kiln_session *session, const char *name,
                                      kiln_dtype dtype, void *data,
                                      size_t size_bytes) {

@@ -161,9 +161,11 @@ Result Session::loadCheckpoint(const std::string &path, int32_t flags,
     }
   }
 
+  // The runs in flight write the state too: they finish first.
+  KILN_RETURN_IF_ERROR(device_->finish());
   for (auto [id, tensor] : restores) {
     std::memcpy(pointers_[id], tensor->data.data(), tensor->data.size());
-    markHostNewer(id);
+    KILN_RETURN_IF_ERROR(hostWrote(id));
   }
   step_ = step;
   seed_ = seed;

@@ -13,6 +13,7 @@
 #include "Session.h"
 #include "kiln/KernelStatus.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace kiln;
@@ -74,33 +75,36 @@ const char *callName(plan::Call kind) {
 
 } // namespace
 
-Result Session::checkNumerics(const PreparedEntry &entry, size_t index) const {
-  const PreparedOp &op = entry.ops[index];
-  for (uint32_t id : op.checkedBuffers) {
-    const BufferInfo &buffer = artifact_->getBuffers()[id];
-    NonFinite found = scanBuffer(buffer, pointers_[id]);
-    if (found.element < 0)
-      continue;
-    std::string opName = op.op->name() ? op.op->name()->str() : "";
-    std::string call = callName(op.kind);
-    if (op.kind == plan::Call::KernelCall)
-      call += " " + op.op->call_as_KernelCall()->symbol()->str();
-    std::string message =
-        "check numerics: " + std::string(found.isNaN ? "NaN" : "infinity") +
-        " at " + formatLocation(op.op->loc()) + ": op '" + opName +
-        "' (entry '" + entry.name + "' op " + std::to_string(index) + ", " +
-        call + ") left " + (found.isNaN ? "a NaN" : "an infinity") +
-        " in buffer '" + buffer.name + "' (" + bufferKindName(buffer.kind) +
-        " " +
-        formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
-        ") at element " + std::to_string(found.element);
-    if (buffer.kind == plan::BufferKind::Input ||
-        buffer.kind == plan::BufferKind::Param)
-      message += std::string("; that ") + bufferKindName(buffer.kind) +
-                 " may have held it before the op ran";
-    return Result::error(KILN_ERROR_NUMERICS, message);
-  }
-  return Result::ok();
+/// "op 'fusion(graph.add)' (entry 'train_step' op 3" and the op's call.
+static std::string describeOp(const plan::Op &op, const std::string &entry,
+                              size_t index) {
+  std::string opName = op.name() ? op.name()->str() : "";
+  return formatLocation(op.loc()) + ": op '" + opName + "' (entry '" + entry +
+         "' op " + std::to_string(index);
+}
+
+Result Session::checkNumerics(size_t entry, size_t index, uint32_t id,
+                              const void *bytes) const {
+  const plan::Op &op = getOp(entry, index);
+  const BufferInfo &buffer = artifact_->getBuffers()[id];
+  NonFinite found = scanBuffer(buffer, bytes);
+  if (found.element < 0)
+    return Result::ok();
+  std::string call = callName(op.call_type());
+  if (op.call_type() == plan::Call::KernelCall)
+    call += " " + op.call_as_KernelCall()->symbol()->str();
+  std::string message =
+      "check numerics: " + std::string(found.isNaN ? "NaN" : "infinity") +
+      " at " + describeOp(op, entryNames_[entry], index) + ", " + call +
+      ") left " + (found.isNaN ? "a NaN" : "an infinity") + " in buffer '" +
+      buffer.name + "' (" + bufferKindName(buffer.kind) + " " +
+      formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
+      ") at element " + std::to_string(found.element);
+  if (buffer.kind == plan::BufferKind::Input ||
+      buffer.kind == plan::BufferKind::Param)
+    message += std::string("; that ") + bufferKindName(buffer.kind) +
+               " may have held it before the op ran";
+  return Result::error(KILN_ERROR_NUMERICS, message);
 }
 
 Result Session::checkFiniteState(const std::string &purpose) const {
@@ -123,71 +127,68 @@ Result Session::checkFiniteState(const std::string &purpose) const {
   return Result::ok();
 }
 
-Result Session::checkStatus(const PreparedEntry &entry, size_t index) const {
-  const PreparedOp &op = entry.ops[index];
-  for (uint32_t id : op.statusBuffers) {
-    int64_t report[2];
-    std::memcpy(report, pointers_[id], sizeof report);
-    if (report[0] == 0)
-      continue;
-    std::string problem;
-    switch (static_cast<KernelStatus>(report[0])) {
-    case KernelStatus::BadEmbeddingId:
-      problem = "embedding id " + std::to_string(report[1]) +
-                " is out of range (an input holds an id outside [0, V))";
-      break;
-    case KernelStatus::BadTarget:
-      problem = "cross-entropy target " + std::to_string(report[1]) +
-                " is out of range (an input holds a class outside [0, C))";
-      break;
-    case KernelStatus::Ok:
-    default:
-      problem = "kernel reported error code " + std::to_string(report[0]) +
-                " (value " + std::to_string(report[1]) + ")";
-      break;
-    }
-    std::string opName = op.op->name() ? op.op->name()->str() : "";
-    return invalidArgument(formatLocation(op.op->loc()) + ": op '" + opName +
-                           "' (entry '" + entry.name + "' op " +
-                           std::to_string(index) + "): " + problem);
+Result Session::checkStatus(size_t entry, size_t index, uint32_t id,
+                            const void *bytes) const {
+  int64_t report[2];
+  std::memcpy(report, bytes, sizeof report);
+  if (report[0] == 0)
+    return Result::ok();
+  std::string problem;
+  switch (static_cast<KernelStatus>(report[0])) {
+  case KernelStatus::BadEmbeddingId:
+    problem = "embedding id " + std::to_string(report[1]) +
+              " is out of range (an input holds an id outside [0, V))";
+    break;
+  case KernelStatus::BadTarget:
+    problem = "cross-entropy target " + std::to_string(report[1]) +
+              " is out of range (an input holds a class outside [0, C))";
+    break;
+  case KernelStatus::Ok:
+  default:
+    problem = "kernel reported error code " + std::to_string(report[0]) +
+              " (value " + std::to_string(report[1]) + ")";
+    break;
   }
-  return Result::ok();
+  return invalidArgument(
+      describeOp(getOp(entry, index), entryNames_[entry], index) +
+      "): " + problem);
 }
 
 void Session::setProfiling(bool enabled) {
   profiling_ = enabled;
   if (!enabled)
     return;
-  for (PreparedEntry &entry : entries_) {
-    entry.calls.assign(entry.ops.size(), 0);
-    entry.nanoseconds.assign(entry.ops.size(), 0);
+  for (EntryProfile &profile : profiles_) {
+    std::fill(profile.calls.begin(), profile.calls.end(), 0);
+    std::fill(profile.nanoseconds.begin(), profile.nanoseconds.end(), 0);
   }
 }
 
 size_t Session::getProfileCount() const {
   size_t count = 0;
-  for (const PreparedEntry &entry : entries_)
-    count += entry.ops.size();
+  for (const EntryProfile &profile : profiles_)
+    count += profile.calls.size();
   return count;
 }
 
 Result Session::getProfile(size_t index, kiln_op_profile &profile) const {
-  for (const PreparedEntry &entry : entries_) {
-    if (index >= entry.ops.size()) {
-      index -= entry.ops.size();
+  for (size_t entry = 0; entry < profiles_.size(); ++entry) {
+    const EntryProfile &times = profiles_[entry];
+    if (index >= times.calls.size()) {
+      index -= times.calls.size();
       continue;
     }
-    const PreparedOp &op = entry.ops[index];
-    const plan::SourceLoc *loc = op.op->loc();
-    profile.entry = entry.name.c_str();
+    const plan::Op &op = getOp(entry, index);
+    const plan::SourceLoc *loc = op.loc();
+    profile.entry = entryNames_[entry].c_str();
     profile.index = static_cast<int32_t>(index);
-    profile.call = callName(op.kind);
-    profile.name = op.op->name() ? op.op->name()->c_str() : "";
+    profile.call = callName(op.call_type());
+    profile.name = op.name() ? op.name()->c_str() : "";
     profile.file = loc && loc->file() ? loc->file()->c_str() : "";
     profile.line = loc ? loc->line() : 0;
     profile.column = loc ? loc->column() : 0;
-    profile.calls = entry.calls[index];
-    profile.total_ms = static_cast<double>(entry.nanoseconds[index]) * 1e-6;
+    profile.calls = times.calls[index];
+    profile.total_ms = static_cast<double>(times.nanoseconds[index]) * 1e-6;
     return Result::ok();
   }
   return invalidArgument("profile index out of range (" +

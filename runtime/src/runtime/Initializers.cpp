@@ -152,6 +152,8 @@ Result Session::initialize(uint64_t seed) {
   for (const BufferInfo &buffer : buffers)
     if (buffer.kind == plan::BufferKind::Param)
       KILN_RETURN_IF_ERROR(checkInitializer(buffer));
+  // The runs in flight write the state too: they finish first.
+  KILN_RETURN_IF_ERROR(device_->finish());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
     if (buffer.kind == plan::BufferKind::Param)
@@ -161,7 +163,7 @@ Result Session::initialize(uint64_t seed) {
       std::memset(pointers_[id], 0, static_cast<size_t>(buffer.sizeBytes));
     else
       continue;
-    markHostNewer(id);
+    KILN_RETURN_IF_ERROR(hostWrote(id));
   }
   seed_ = seed;
   step_ = 0;

@@ -5,12 +5,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
+#include "ThreadPool.h"
+#include "devices/cpu/CpuDevice.h"
+#ifdef KILN_HAVE_CUDA_DEVICE
+#include "devices/cuda/CudaDevice.h"
 #include "devices/cuda/CudaDriver.h"
-#include "devices/cuda/CudaExecutor.h"
+#endif
 
-#include <cstdlib>
+#include <algorithm>
 #include <cstring>
-#include <system_error>
+#include <optional>
 
 using namespace kiln;
 using namespace kiln::runtime;
@@ -18,35 +22,21 @@ using namespace kiln::runtime;
 /// The largest thread pool a session accepts.
 static constexpr int kMaxThreads = 4096;
 
-AlignedMemory::~AlignedMemory() { std::free(data_); }
-
-Result AlignedMemory::allocate(size_t size, const std::string &what) {
-  // aligned_alloc needs a multiple of the alignment, and a non-zero size so
-  // that every buffer has a distinct, valid address.
-  size_t rounded = (size + 63) / 64 * 64;
-  if (rounded == 0)
-    rounded = 64;
-  data_ = std::aligned_alloc(64, rounded);
-  if (!data_)
-    return Result::error(KILN_ERROR_INTERNAL, "out of memory allocating " +
-                                                  std::to_string(size) +
-                                                  " bytes for " + what);
-  std::memset(data_, 0, rounded);
-  return Result::ok();
-}
-
-/// Device "cuda": the driver and its first GPU (`found` describes it), or
+/// Device "cuda": whether the driver loads and sees a GPU, or
 /// KILN_ERROR_DEVICE.
-static Result loadCudaDevice(cuda::DeviceInfo &gpu, std::string &found) {
+static Result checkCudaDevice() {
+#ifdef KILN_HAVE_CUDA_DEVICE
   std::string error;
   std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
-  if (!driver)
+  cuda::DeviceInfo gpu;
+  if (!driver || !driver->describeDevice(0, gpu, error))
     return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + error);
-  if (!driver->describeDevice(0, gpu, error))
-    return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + error);
-  found = gpu.name + " (" + gpu.arch() + ") through " + driver->getPath() +
-          " (CUDA " + driver->getVersionText() + ")";
   return Result::ok();
+#else
+  return Result::error(KILN_ERROR_DEVICE,
+                       "device 'cuda': this runtime was built without it "
+                       "(KILN_WITH_CUDA=OFF)");
+#endif
 }
 
 Result Session::checkDevice(const std::string &device) {
@@ -56,9 +46,7 @@ Result Session::checkDevice(const std::string &device) {
     return invalidArgument("unknown device '" + device +
                            "' (expected \"cpu\", \"cuda\" or "
                            "\"cuda-emulator\")");
-  cuda::DeviceInfo gpu;
-  std::string found;
-  return loadCudaDevice(gpu, found);
+  return checkCudaDevice();
 }
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,
@@ -86,104 +74,99 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
                            " is outside [0, " + std::to_string(kMaxThreads) +
                            "] (0: KILN_NUM_THREADS or the hardware's)");
   std::unique_ptr<Session> created(new Session());
-  // On the GPU the buffers live in device memory too, and its ops run
-  // there; the host side (copies, the prepared host ops) stays as is.
-  if (gpu)
-    KILN_RETURN_IF_ERROR(
-        cuda::Executor::create(artifact, deviceIndex, created->cuda_));
-  // The GPU runs every op: host threads would do nothing, so a count asked
-  // for is refused rather than ignored, and the pool is the calling thread.
-  if (gpu && numThreads != 0)
-    return invalidArgument("thread count " + std::to_string(numThreads) +
-                           " on device 'cuda', whose ops all run on the GPU "
-                           "(pass 0)");
-  if (gpu)
-    numThreads = 1;
-  if (numThreads == 0) {
-    std::string error;
-    std::optional<int> size = ThreadPool::defaultSize(kMaxThreads, error);
-    if (!size)
-      return invalidArgument(error);
-    numThreads = *size;
-  }
-  created->artifact_ = std::move(artifact);
-  created->emulator_ = emulator;
-  std::string gemmError;
-  created->gemm_ =
-      cpu::getGemmLibrary(emulator || gpu ? "reference" : "", gemmError);
-  if (!created->gemm_)
-    return invalidArgument(gemmError);
+  created->artifact_ = artifact;
   KILN_RETURN_IF_ERROR(created->allocate());
-  KILN_RETURN_IF_ERROR(created->prepare());
-  size_t count = created->artifact_->getBuffers().size();
-  created->hostNewer_.assign(count, false);
-  created->deviceNewer_.assign(count, false);
-  created->handedOut_.assign(count, false);
-  // Constants and the zeroed buffers go to the device before the first run.
-  created->markAllHostNewer();
-  created->describeGemms();
   if (gpu) {
-    // The GPU's GEMMs are cuBLASLt's; its kernels are the artifact's own.
-    created->gemmInfo_ = GemmInfo();
-    created->gemmInfo_.library = "cublaslt";
-    created->gemmInfo_.version = "cuBLASLt";
-    created->gemmInfo_.isa = created->cuda_->describe();
+#ifdef KILN_HAVE_CUDA_DEVICE
+    KILN_RETURN_IF_ERROR(cuda::CudaDevice::create(
+        artifact, deviceIndex, created->pointers_, created->device_));
+#else
+    return checkCudaDevice();
+#endif
+    // The GPU runs every op: host threads would do nothing, so a count
+    // asked for is refused rather than ignored.
+    if (numThreads != 0)
+      return invalidArgument("thread count " + std::to_string(numThreads) +
+                             " on device 'cuda', whose ops all run on the "
+                             "GPU (pass 0)");
+  } else {
+    if (numThreads == 0) {
+      std::string error;
+      std::optional<int> size = ThreadPool::defaultSize(kMaxThreads, error);
+      if (!size)
+        return invalidArgument(error);
+      numThreads = *size;
+    }
+    KILN_RETURN_IF_ERROR(cpu::CpuDevice::create(
+        artifact, emulator, numThreads, created->pointers_, created->device_));
   }
-  try {
-    created->pool_ = std::make_unique<ThreadPool>(numThreads);
-  } catch (const std::system_error &error) {
-    return Result::error(KILN_ERROR_INTERNAL,
-                         std::string("cannot start the thread pool: ") +
-                             error.what());
-  }
+  created->checks_ = std::make_unique<Checks>(*created);
+  if (const auto *entries = created->artifact_->getPlan().entries())
+    for (const plan::Entry *entry : *entries) {
+      created->entryNames_.push_back(entry->name()->str());
+      size_t ops = entry->ops() ? entry->ops()->size() : 0;
+      created->profiles_.push_back(
+          {std::vector<uint64_t>(ops), std::vector<uint64_t>(ops)});
+    }
+  // Constants and the zeroed buffers go to the device before the first run.
+  const std::vector<BufferInfo> &buffers = created->artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id)
+    if (isPersistent(buffers[id].kind))
+      KILN_RETURN_IF_ERROR(created->device_->hostWrote(id));
   session = std::move(created);
   return Result::ok();
 }
 
+/// What the devices check after an op, worded by the session.
+class Session::Checks : public OpChecks {
+public:
+  explicit Checks(const Session &session) : session_(session) {}
+  Result status(size_t entry, size_t op, uint32_t id,
+                const void *bytes) const override {
+    return session_.checkStatus(entry, op, id, bytes);
+  }
+  Result numerics(size_t entry, size_t op, uint32_t id,
+                  const void *bytes) const override {
+    return session_.checkNumerics(entry, op, id, bytes);
+  }
+
+private:
+  const Session &session_;
+};
+
 Session::~Session() = default;
 
-void Session::markHostNewer(size_t id) {
-  if (!cuda_)
-    return;
-  hostNewer_[id] = true;
-  deviceNewer_[id] = false;
-}
-
-void Session::markAllHostNewer() {
-  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
-  for (size_t id = 0; id < buffers.size(); ++id)
-    if (isPersistent(buffers[id].kind))
-      markHostNewer(id);
+Result Session::hostWrote(size_t id) {
+  return device_->hostWrote(static_cast<uint32_t>(id));
 }
 
 Result Session::syncToHost(size_t id) {
-  if (!cuda_ || !deviceNewer_[id])
-    return Result::ok();
-  KILN_RETURN_IF_ERROR(
-      cuda_->copyOut(static_cast<uint32_t>(id), pointers_[id]));
-  deviceNewer_[id] = false;
-  return Result::ok();
+  KILN_RETURN_IF_ERROR(device_->finish());
+  return device_->syncToHost(static_cast<uint32_t>(id));
 }
 
 Result Session::syncAllToHost() {
-  for (size_t id = 0; id < pointers_.size(); ++id)
-    KILN_RETURN_IF_ERROR(syncToHost(id));
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id)
+    if (isPersistent(buffers[id].kind))
+      KILN_RETURN_IF_ERROR(syncToHost(id));
   return Result::ok();
 }
 
+Result Session::synchronize() { return device_->finish(); }
+
+const plan::Op &Session::getOp(size_t entry, size_t op) const {
+  return *artifact_->getPlan().entries()->Get(entry)->ops()->Get(op);
+}
+
 Result Session::allocate() {
-  const plan::Plan &plan = artifact_->getPlan();
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
-  KILN_RETURN_IF_ERROR(
-      arena_.allocate(static_cast<size_t>(plan.arena_bytes()), "the arena"));
   pointers_.assign(buffers.size(), nullptr);
   storage_.reserve(buffers.size());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
-    if (buffer.kind == plan::BufferKind::Transient) {
-      pointers_[id] = static_cast<char *>(arena_.data()) + buffer.arenaOffset;
+    if (!isPersistent(buffer.kind))
       continue;
-    }
     storage_.emplace_back();
     KILN_RETURN_IF_ERROR(storage_.back().allocate(
         static_cast<size_t>(buffer.sizeBytes), "buffer '" + buffer.name + "'"));
@@ -257,11 +240,12 @@ Result Session::bindInput(const std::string &name, const void *data,
         "input '" + name + "' expects " +
         formatType(buffer.dtype, buffer.shape.data(), buffer.shape.size()) +
         " but was given " + formatCallerType(dtype, shape, rank));
+  // The device may still be running on the input's last bytes: only the
+  // host copy is written now, and the device takes it from there.
   if (buffer.sizeBytes)
     std::memcpy(pointers_[id], data, static_cast<size_t>(buffer.sizeBytes));
   bound_[id] = true;
-  markHostNewer(id);
-  return Result::ok();
+  return hostWrote(id);
 }
 
 bool Session::isOutput(size_t id) const {
@@ -340,11 +324,12 @@ Result Session::setBuffer(const std::string &name, const void *data,
         std::to_string(sizeBytes));
   if (!data && sizeBytes)
     return invalidArgument("buffer '" + name + "': null source");
+  // Written after the runs in flight, which may write it too.
+  KILN_RETURN_IF_ERROR(syncToHost(id));
   if (sizeBytes)
     std::memcpy(pointers_[id], data, sizeBytes);
   bound_[id] = true;
-  markHostNewer(id);
-  return Result::ok();
+  return hostWrote(id);
 }
 
 Result Session::bufferData(const std::string &name, void *&data) {
@@ -356,7 +341,55 @@ Result Session::bufferData(const std::string &name, void *&data) {
   data = pointers_[id];
   // The caller may fill an input through this pointer.
   bound_[id] = true;
-  if (cuda_)
-    handedOut_[id] = true;
+  return device_->handOut(static_cast<uint32_t>(id));
+}
+
+Result Session::prepareRunBuffers() {
+  // Dropout's Philox key and step (kiln/Philox.h): the step of the run, i.e.
+  // the number of train steps completed before it.
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    if (buffers[id].kind == plan::BufferKind::RngState) {
+      uint32_t words[4] = {static_cast<uint32_t>(seed_),
+                           static_cast<uint32_t>(seed_ >> 32),
+                           static_cast<uint32_t>(step_), 0};
+      std::memcpy(pointers_[id], words, sizeof words);
+    } else if (buffers[id].kind == plan::BufferKind::Status) {
+      std::memset(pointers_[id], 0, static_cast<size_t>(buffers[id].sizeBytes));
+    } else {
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(hostWrote(id));
+  }
+  return Result::ok();
+}
+
+Result Session::run(const std::string &entryName) {
+  auto found = std::find(entryNames_.begin(), entryNames_.end(), entryName);
+  if (found == entryNames_.end()) {
+    std::string names;
+    for (const std::string &candidate : entryNames_)
+      names += (names.empty() ? "'" : ", '") + candidate + "'";
+    return invalidArgument(
+        "the plan has no entry point '" + entryName +
+        "' (its entries: " + (names.empty() ? "none" : names) + ")");
+  }
+  size_t index = static_cast<size_t>(found - entryNames_.begin());
+  const plan::Entry &entry = *artifact_->getPlan().entries()->Get(index);
+  if (const auto *inputs = entry.inputs())
+    for (uint32_t id : *inputs)
+      if (!bound_[id])
+        return invalidArgument("entry '" + entryName + "' reads input '" +
+                               artifact_->getBuffers()[id].name +
+                               "', which was never bound");
+  // The last run's RNG and status words are its own until it finished.
+  KILN_RETURN_IF_ERROR(device_->finish());
+  KILN_RETURN_IF_ERROR(prepareRunBuffers());
+  RunOptions options;
+  options.checkNumerics = checkNumerics_;
+  options.profile = profiling_ ? &profiles_[index] : nullptr;
+  KILN_RETURN_IF_ERROR(device_->run(index, options, *checks_));
+  if (entryName == "train_step" || entryName == "apply_step")
+    ++step_;
   return Result::ok();
 }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <string>
 
 using namespace kiln;
@@ -29,7 +30,7 @@ using namespace kiln;
 namespace {
 using Status = int;
 constexpr Status kSuccess = 0, kNotInitialized = 1, kInvalidValue = 7,
-                 kNotSupported = 15;
+                 kExecutionFailed = 13, kNotSupported = 15;
 
 struct Handle {
   int magic = 0x4c74;
@@ -334,6 +335,71 @@ FAKE_API Status cublasLtMatmulAlgoGetHeuristic(
   return kSuccess;
 }
 
+/// One matmul as stream work: everything it reads from the call and the
+/// descriptors, copied when it is issued (so that a graph replays the
+/// values its capture saw, as the real library's kernels would).
+struct MatmulWork {
+  Problem problem;
+  Desc desc;
+  Layout a, b, d;
+  double alpha = 0, beta = 0;
+  const void *aData = nullptr, *bData = nullptr;
+  void *dData = nullptr;
+};
+
+static void computeMatmul(const void *payload) {
+  const MatmulWork &work = *static_cast<const MatmulWork *>(payload);
+  const Problem &problem = work.problem;
+  std::string error;
+  std::shared_ptr<const cpu::GemmLibrary> reference =
+      cpu::getGemmLibrary("reference", error);
+  // D (m x n, column-major) is the row-major n x m matrix C = op(B)^T
+  // op(A)^T: B is the row-major problem's A, transposed where cuBLASLt's op
+  // does not transpose it (and likewise A).
+  for (int32_t entry = 0; entry < work.d.batch; ++entry) {
+    cpu::GemmProblem row;
+    row.types = problem.types;
+    row.m = static_cast<int64_t>(problem.n);
+    row.n = static_cast<int64_t>(problem.m);
+    row.k = static_cast<int64_t>(problem.k);
+    row.alpha = work.alpha;
+    row.beta = work.beta;
+    row.transposeA = work.desc.transB != 0;
+    row.transposeB = work.desc.transA != 0;
+    row.a = static_cast<const char *>(work.bData) +
+            entry * work.b.stride * problem.abBytes;
+    row.lda = work.b.ld;
+    row.b = static_cast<const char *>(work.aData) +
+            entry * work.a.stride * problem.abBytes;
+    row.ldb = work.a.ld;
+    row.c = static_cast<char *>(work.dData) +
+            entry * work.d.stride * problem.cBytes;
+    row.ldc = work.d.ld;
+    if (row.m > 0 && row.n > 0)
+      reference->run(row);
+    GemmEpilogueTile tile;
+    tile.kind = problem.epilogue;
+    tile.bias = work.desc.bias;
+    tile.aux = work.desc.aux ? static_cast<char *>(work.desc.aux) +
+                                   entry * work.desc.auxStride * problem.cBytes
+                             : nullptr;
+    tile.firstRow = true;
+    applyGemmEpilogue(row, tile);
+  }
+}
+
+/// The fake driver's kiln_fake_cuda_enqueue, when it is the driver loaded
+/// (KILN_LIBCUDA): the way onto its streams.
+using Enqueue = int (*)(void *stream, void (*run)(const void *),
+                        const void *payload, size_t bytes);
+static Enqueue findFakeDriver() {
+  const char *path = std::getenv("KILN_LIBCUDA");
+  void *driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return driver ? reinterpret_cast<Enqueue>(
+                      dlsym(driver, "kiln_fake_cuda_enqueue"))
+                : nullptr;
+}
+
 FAKE_API Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
                                const void *aData, Layout *a, const void *bData,
                                Layout *b, const void *beta, const void *cData,
@@ -342,59 +408,43 @@ FAKE_API Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
                                size_t workspaceBytes, void *stream) {
   (void)workspace;
   (void)workspaceBytes;
-  (void)stream;
   if (!handle)
     return kNotInitialized;
   if (!desc || !alpha || !beta || !aData || !bData || !cData || !dData || !algo)
     return kInvalidValue;
   if (Status status = injected("cublasLtMatmul"))
     return status;
-  Problem problem;
-  if (Status status = describe(*desc, *a, *b, *c, *d, problem))
+  MatmulWork work;
+  if (Status status = describe(*desc, *a, *b, *c, *d, work.problem))
     return status;
-  if ((problem.bias && !desc->bias) || (problem.aux && !desc->aux))
+  if ((work.problem.bias && !desc->bias) || (work.problem.aux && !desc->aux))
     return kInvalidValue;
   if (cData != dData || c->ld != d->ld || c->stride != d->stride)
     return kNotSupported;
   std::string error;
-  std::shared_ptr<const cpu::GemmLibrary> reference =
-      cpu::getGemmLibrary("reference", error);
-  if (!reference)
+  if (!cpu::getGemmLibrary("reference", error))
     return kNotSupported;
-  bool f64 = problem.types == cpu::GemmTypes::F64;
-  // D (m x n, column-major) is the row-major n x m matrix C = op(B)^T
-  // op(A)^T: B is the row-major problem's A, transposed where cuBLASLt's op
-  // does not transpose it (and likewise A).
-  for (int32_t entry = 0; entry < d->batch; ++entry) {
-    cpu::GemmProblem row;
-    row.types = problem.types;
-    row.m = static_cast<int64_t>(problem.n);
-    row.n = static_cast<int64_t>(problem.m);
-    row.k = static_cast<int64_t>(problem.k);
-    row.alpha = f64 ? *static_cast<const double *>(alpha)
-                    : *static_cast<const float *>(alpha);
-    row.beta = f64 ? *static_cast<const double *>(beta)
-                   : *static_cast<const float *>(beta);
-    row.transposeA = desc->transB != 0;
-    row.transposeB = desc->transA != 0;
-    row.a =
-        static_cast<const char *>(bData) + entry * b->stride * problem.abBytes;
-    row.lda = b->ld;
-    row.b =
-        static_cast<const char *>(aData) + entry * a->stride * problem.abBytes;
-    row.ldb = a->ld;
-    row.c = static_cast<char *>(dData) + entry * d->stride * problem.cBytes;
-    row.ldc = d->ld;
-    if (row.m > 0 && row.n > 0)
-      reference->run(row);
-    GemmEpilogueTile tile;
-    tile.kind = problem.epilogue;
-    tile.bias = desc->bias;
-    tile.aux = desc->aux ? static_cast<char *>(desc->aux) +
-                               entry * desc->auxStride * problem.cBytes
-                         : nullptr;
-    tile.firstRow = true;
-    applyGemmEpilogue(row, tile);
+  bool f64 = work.problem.types == cpu::GemmTypes::F64;
+  work.desc = *desc;
+  work.a = *a;
+  work.b = *b;
+  work.d = *d;
+  work.alpha = f64 ? *static_cast<const double *>(alpha)
+                   : *static_cast<const float *>(alpha);
+  work.beta = f64 ? *static_cast<const double *>(beta)
+                  : *static_cast<const float *>(beta);
+  work.aData = aData;
+  work.bData = bData;
+  work.dData = dData;
+  if (!stream) {
+    computeMatmul(&work);
+    return kSuccess;
   }
-  return kSuccess;
+  // A stream is the fake driver's: the matmul runs as its work, in order.
+  Enqueue enqueue = findFakeDriver();
+  if (!enqueue)
+    return kExecutionFailed;
+  return enqueue(stream, computeMatmul, &work, sizeof work) == 0
+             ? kSuccess
+             : kExecutionFailed;
 }

@@ -15,10 +15,14 @@
  * it (kernels.emu.so, the same kernels compiled for the host, blocks
  * [begin, end) per call), and a launch runs the named kernel's blocks
  * [0, grid) through it, its arguments counted from the kernel signature
- * table that build exports. Error codes and names are the driver API's
- * (cuda.h).
+ * table that build exports. Streams, events, graphs and pinned memory are
+ * FakeStreams.c's: work on a stream runs when something waits for it, and a
+ * graph replays what its capture froze. KILN_FAKE_CUDA_TRACE=FILE logs each
+ * call. Error codes and names are the driver API's (cuda.h).
  *
  *===----------------------------------------------------------------------===*/
+
+#include "FakeStreams.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -26,15 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-
 static int envInt(const char *name, int fallback) {
   const char *value = getenv(name);
   return value && *value ? atoi(value) : fallback;
 }
 
-/* The error `function` is told to return, else 0. */
-static CUresult injected(const char *function) {
+CUresult fakeInjected(const char *function) {
   const char *fail = getenv("KILN_FAKE_CUDA_FAIL");
   size_t length = strlen(function);
   if (!fail || strncmp(fail, function, length) != 0 || fail[length] != '=')
@@ -46,7 +47,7 @@ static int initialized;
 
 static CUresult fakeInit(unsigned flags) {
   (void)flags;
-  CUresult error = injected("cuInit");
+  CUresult error = fakeInjected("cuInit");
   if (!error)
     initialized = 1;
   return error;
@@ -54,27 +55,27 @@ static CUresult fakeInit(unsigned flags) {
 
 static CUresult fakeDriverGetVersion(int *version) {
   *version = 13000;
-  return injected("cuDriverGetVersion");
+  return fakeInjected("cuDriverGetVersion");
 }
 
 static CUresult fakeDeviceGetCount(int *count) {
   if (!initialized)
     return 3; /* CUDA_ERROR_NOT_INITIALIZED */
   *count = envInt("KILN_FAKE_CUDA_DEVICES", 1);
-  return injected("cuDeviceGetCount");
+  return fakeInjected("cuDeviceGetCount");
 }
 
 static CUresult fakeDeviceGet(int *device, int ordinal) {
   if (ordinal < 0 || ordinal >= envInt("KILN_FAKE_CUDA_DEVICES", 1))
     return 101; /* CUDA_ERROR_INVALID_DEVICE */
   *device = ordinal;
-  return injected("cuDeviceGet");
+  return fakeInjected("cuDeviceGet");
 }
 
 static CUresult fakeDeviceGetName(char *name, int length, int device) {
   (void)device;
   strncpy(name, "Kiln Fake GPU", (size_t)length);
-  return injected("cuDeviceGetName");
+  return fakeInjected("cuDeviceGetName");
 }
 
 static CUresult fakeDeviceGetAttribute(int *value, int attribute, int device) {
@@ -86,7 +87,7 @@ static CUresult fakeDeviceGetAttribute(int *value, int attribute, int device) {
     *value = arch % 10;
   else
     return 1; /* CUDA_ERROR_INVALID_VALUE */
-  return injected("cuDeviceGetAttribute");
+  return fakeInjected("cuDeviceGetAttribute");
 }
 
 /* --- Contexts ------------------------------------------------------------ */
@@ -96,7 +97,7 @@ static char primaryContext; /* its address is the context handle */
 
 static CUresult fakePrimaryCtxRetain(void **context, int device) {
   (void)device;
-  CUresult error = injected("cuDevicePrimaryCtxRetain");
+  CUresult error = fakeInjected("cuDevicePrimaryCtxRetain");
   if (error)
     return error;
   ++primaryRetains;
@@ -113,11 +114,15 @@ static CUresult fakePrimaryCtxRelease(int device) {
 }
 
 static CUresult fakeCtxSetCurrent(void *context) {
-  return context == &primaryContext ? injected("cuCtxSetCurrent") : 201;
+  return context == &primaryContext ? fakeInjected("cuCtxSetCurrent") : 201;
 }
 
 static CUresult fakeCtxSynchronize(void) {
-  return injected("cuCtxSynchronize");
+  fakeTrace("cuCtxSynchronize");
+  if (fakeRefuseDuringCapture())
+    return kCudaErrorCaptureUnsupported;
+  fakeDrainAll();
+  return fakeInjected("cuCtxSynchronize");
 }
 
 /* --- Memory --------------------------------------------------------------- */
@@ -131,7 +136,10 @@ kiln_fake_cuda_live_allocations(void) {
 }
 
 static CUresult fakeMemAlloc(unsigned long long *pointer, size_t bytes) {
-  CUresult error = injected("cuMemAlloc");
+  fakeTrace("cuMemAlloc %zu", bytes);
+  if (fakeRefuseDuringCapture())
+    return kCudaErrorCaptureUnsupported;
+  CUresult error = fakeInjected("cuMemAlloc");
   if (error)
     return error;
   void *memory = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -143,46 +151,70 @@ static CUresult fakeMemAlloc(unsigned long long *pointer, size_t bytes) {
 }
 
 static CUresult fakeMemFree(unsigned long long pointer) {
+  fakeTrace("cuMemFree");
+  if (fakeRefuseDuringCapture())
+    return kCudaErrorCaptureUnsupported;
   if (!pointer)
     return 1;
+  /* Like the driver's, a free waits for the work that may use it. */
+  fakeDrainAll();
   free((void *)(uintptr_t)pointer);
   --liveAllocations;
-  return injected("cuMemFree");
+  return fakeInjected("cuMemFree");
+}
+
+/* The synchronous calls run on the legacy stream: after the blocking
+   streams' work (not the non-blocking ones'), never during a capture. */
+static CUresult synchronousCall(const char *name, size_t bytes) {
+  fakeTrace("%s %zu", name, bytes);
+  if (fakeRefuseDuringCapture())
+    return kCudaErrorCaptureUnsupported;
+  fakeDrainBlocking();
+  return fakeInjected(name);
 }
 
 static CUresult fakeMemcpyHtoD(unsigned long long destination,
                                const void *source, size_t bytes) {
-  memcpy((void *)(uintptr_t)destination, source, bytes);
-  return injected("cuMemcpyHtoD");
+  CUresult error = synchronousCall("cuMemcpyHtoD", bytes);
+  if (!error)
+    memcpy((void *)(uintptr_t)destination, source, bytes);
+  return error;
 }
 
 static CUresult fakeMemcpyDtoH(void *destination, unsigned long long source,
                                size_t bytes) {
-  memcpy(destination, (const void *)(uintptr_t)source, bytes);
-  return injected("cuMemcpyDtoH");
+  CUresult error = synchronousCall("cuMemcpyDtoH", bytes);
+  if (!error)
+    memcpy(destination, (const void *)(uintptr_t)source, bytes);
+  return error;
 }
 
 static CUresult fakeMemcpyDtoD(unsigned long long destination,
                                unsigned long long source, size_t bytes) {
-  memmove((void *)(uintptr_t)destination, (const void *)(uintptr_t)source,
-          bytes);
-  return injected("cuMemcpyDtoD");
+  CUresult error = synchronousCall("cuMemcpyDtoD", bytes);
+  if (!error)
+    memmove((void *)(uintptr_t)destination, (const void *)(uintptr_t)source,
+            bytes);
+  return error;
 }
 
 static CUresult fakeMemsetD8(unsigned long long destination,
                              unsigned char value, size_t bytes) {
-  memset((void *)(uintptr_t)destination, value, bytes);
-  return injected("cuMemsetD8");
+  CUresult error = synchronousCall("cuMemsetD8", bytes);
+  if (!error)
+    memset((void *)(uintptr_t)destination, value, bytes);
+  return error;
 }
 
 /* --- Modules and launches --------------------------------------------------
  */
 
-typedef void (*HostKernel)(void **buffers, int64_t begin, int64_t end);
-
 struct FakeFunction {
   HostKernel kernel;
   int arguments;
+  /* cuFuncSetAttribute's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
+  int maxDynamicShared;
+  char name[256];
   struct FakeFunction *next;
 };
 
@@ -194,7 +226,7 @@ struct FakeModule {
 };
 
 static CUresult fakeModuleLoad(struct FakeModule **module, const char *path) {
-  CUresult error = injected("cuModuleLoad");
+  CUresult error = fakeInjected("cuModuleLoad");
   if (error)
     return error;
   FILE *file = fopen(path, "rb");
@@ -263,36 +295,59 @@ static CUresult fakeModuleGetFunction(struct FakeFunction **function,
   struct FakeFunction *found = calloc(1, sizeof *found);
   found->kernel = kernel;
   found->arguments = arguments;
+  found->maxDynamicShared = 48 * 1024;
+  snprintf(found->name, sizeof found->name, "%s", name);
   found->next = module->functions;
   module->functions = found;
   *function = found;
   return 0;
 }
 
+/* sm_90's most dynamic shared memory per block, opted in. */
+static const int kMaxOptInShared = 227 * 1024;
+
+static CUresult fakeFuncSetAttribute(struct FakeFunction *function,
+                                     int attribute, int value) {
+  fakeTrace("cuFuncSetAttribute %d %d", attribute, value);
+  if (!function)
+    return kCudaErrorInvalidHandle;
+  if (attribute != 8) /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    return kCudaErrorInvalidValue;
+  if (value < 0 || value > kMaxOptInShared)
+    return kCudaErrorInvalidValue;
+  function->maxDynamicShared = value;
+  return fakeInjected("cuFuncSetAttribute");
+}
+
+/* The kernel's blocks as stream work, its parameters' values copied now
+   (as the driver copies them at the launch). */
 static CUresult fakeLaunchKernel(struct FakeFunction *function, unsigned gridX,
                                  unsigned gridY, unsigned gridZ,
                                  unsigned blockX, unsigned blockY,
                                  unsigned blockZ, unsigned sharedBytes,
                                  void *stream, void **parameters,
                                  void **extra) {
-  (void)blockX;
-  (void)stream;
-  CUresult error = injected("cuLaunchKernel");
+  fakeTrace("cuLaunchKernel %s %u %u %u", function ? function->name : "?",
+            gridX, blockX, sharedBytes);
+  CUresult error = fakeInjected("cuLaunchKernel");
   if (error)
     return error;
   if (!function)
-    return 400;
+    return kCudaErrorInvalidHandle;
   /* The plans launch one-dimensional grids and blocks. */
   if (gridY != 1 || gridZ != 1 || blockY != 1 || blockZ != 1 || extra ||
-      sharedBytes > 48 * 1024)
-    return 1;
-  void *buffers[256];
-  if (function->arguments > 256)
-    return 1;
+      (int)sharedBytes > function->maxDynamicShared || blockX > 1024 ||
+      gridX == 0)
+    return kCudaErrorInvalidValue;
+  struct FakeWork *work = fakeNewWork(kWorkLaunch);
+  work->kernel = function->kernel;
+  work->grid = gridX;
+  work->bufferCount = function->arguments;
+  work->buffers = calloc((size_t)function->arguments + 1, sizeof(void *));
   for (int i = 0; i < function->arguments; ++i)
-    buffers[i] = (void *)(uintptr_t)(*(unsigned long long *)parameters[i]);
-  function->kernel(buffers, 0, gridX);
-  return 0;
+    work->buffers[i] =
+        (void *)(uintptr_t)(*(unsigned long long *)parameters[i]);
+  return fakeSubmit(stream, work);
 }
 
 struct ErrorText {
@@ -310,9 +365,16 @@ static const struct ErrorText kErrors[] = {
     {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {301, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {401, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
 };
 
 static const struct ErrorText *findError(CUresult code) {
@@ -338,17 +400,12 @@ static CUresult fakeGetErrorString(CUresult error, const char **text) {
   return 0;
 }
 
-struct Entry {
-  const char *symbol;
-  void *function;
-};
-
 __attribute__((visibility("default"))) CUresult
 cuGetProcAddress_v2(const char *symbol, void **function, int cudaVersion,
                     uint64_t flags, int *symbolStatus) {
   (void)cudaVersion;
   (void)flags;
-  const struct Entry entries[] = {
+  const struct FakeEntry entries[] = {
       {"cuInit", (void *)fakeInit},
       {"cuDriverGetVersion", (void *)fakeDriverGetVersion},
       {"cuDeviceGetCount", (void *)fakeDeviceGetCount},
@@ -371,6 +428,7 @@ cuGetProcAddress_v2(const char *symbol, void **function, int cudaVersion,
       {"cuMemcpyDtoD", (void *)fakeMemcpyDtoD},
       {"cuMemsetD8", (void *)fakeMemsetD8},
       {"cuLaunchKernel", (void *)fakeLaunchKernel},
+      {"cuFuncSetAttribute", (void *)fakeFuncSetAttribute},
   };
   const char *missing = getenv("KILN_FAKE_CUDA_MISSING");
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; ++i)
@@ -379,6 +437,14 @@ cuGetProcAddress_v2(const char *symbol, void **function, int cudaVersion,
       *function = entries[i].function;
       if (symbolStatus)
         *symbolStatus = 0; /* CU_GET_PROC_ADDRESS_SUCCESS */
+      return 0;
+    }
+  for (size_t i = 0; i < kFakeStreamEntryCount; ++i)
+    if (strcmp(kFakeStreamEntries[i].symbol, symbol) == 0 &&
+        !(missing && strcmp(missing, symbol) == 0)) {
+      *function = kFakeStreamEntries[i].function;
+      if (symbolStatus)
+        *symbolStatus = 0;
       return 0;
     }
   *function = 0;

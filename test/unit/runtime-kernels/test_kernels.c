@@ -27,7 +27,8 @@ KILN_TEST_EXPORT void kiln_test_add(void **buffers, int64_t begin,
  * for plans that record this file's hash (the plan fuzz test): kiln_test_add
  * over 6 floats. Plans without a hash (every other test) are not checked. */
 KILN_TEST_EXPORT const char kiln_kernel_signatures[] =
-    "kiln_test_add 6 24 24 24\n";
+    "kiln_test_add 6 24 24 24\n"
+    "kiln_test_gather 5 20 32 20 16\n";
 
 /* buffers: x f32[rows, cols], cols i64[1] (a constant), y f32[rows, cols];
  * one iteration per row. The row sums are reductions inside an iteration,

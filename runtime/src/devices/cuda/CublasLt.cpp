@@ -233,7 +233,7 @@ std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
 }
 
 std::string CublasLt::run(const LtGemm &gemm, const LtGemmPointers &pointers,
-                          void *workspace) const {
+                          void *workspace, void *stream) const {
   auto set = [&](int attribute, void *pointer) {
     return api_.descSetAttribute(gemm.desc_, attribute, &pointer,
                                  sizeof pointer);
@@ -254,10 +254,10 @@ std::string CublasLt::run(const LtGemm &gemm, const LtGemmPointers &pointers,
   const void *beta = f64 ? static_cast<const void *>(&gemm.beta_)
                          : static_cast<const void *>(&beta32);
   // The swapped operands: the plan's B is cuBLASLt's A.
-  lt::Status status =
-      api_.matmul(handle_, gemm.desc_, alpha, pointers.b, gemm.a_, pointers.a,
-                  gemm.b_, beta, pointers.c, gemm.d_, pointers.c, gemm.d_,
-                  &gemm.algo_, workspace, gemm.workspaceBytes_, nullptr);
+  lt::Status status = api_.matmul(
+      handle_, gemm.desc_, alpha, pointers.b, gemm.a_, pointers.a, gemm.b_,
+      beta, pointers.c, gemm.d_, pointers.c, gemm.d_, &gemm.algo_, workspace,
+      gemm.workspaceBytes_, static_cast<lt::Stream>(stream));
   if (status != lt::kSuccess)
     return describeError("cublasLtMatmul", status) + " (" + gemm.description_ +
            ")";

@@ -144,10 +144,11 @@ public:
   /// cuBLASLt cannot compute it.
   std::string prepare(const plan::GemmCall &call, size_t workspaceBytes,
                       std::unique_ptr<LtGemm> &gemm) const;
-  /// Runs `gemm` on `pointers` with `workspace` (at least
-  /// gemm.getWorkspaceBytes()) on the default stream.
+  /// Queues `gemm` on `pointers` with `workspace` (at least
+  /// gemm.getWorkspaceBytes()) on `stream` (a CUstream; null: the legacy
+  /// default stream).
   std::string run(const LtGemm &gemm, const LtGemmPointers &pointers,
-                  void *workspace) const;
+                  void *workspace, void *stream) const;
   /// "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED (the functionality ...)".
   std::string describeError(const char *call, lt::Status status) const;
 

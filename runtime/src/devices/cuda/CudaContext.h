@@ -5,9 +5,13 @@
 //
 // The pieces the cuda device's executor is built from, over the driver API
 // (CudaDriver.h): the device's primary context (which cuBLASLt and NCCL
-// share), device memory, copies, modules and launches. Every failing call
-// comes back as one line naming the call, the driver's error name and text,
-// and for a launch the kernel.
+// share), two streams, device and pinned host memory, copies, modules,
+// launches, events and CUDA Graphs. Every op runs on the compute stream, in
+// order; inputs go up on the copy stream while the compute stream works.
+// Both are non-blocking: the legacy default stream never waits for them,
+// so nothing here uses a synchronous call. Every failing call comes back
+// as one line naming the call, the driver's error name and text, and for a
+// launch the kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,13 +41,23 @@ public:
 
   const DeviceInfo &getDevice() const { return device_; }
 
+  CUstream getComputeStream() const { return compute_; }
+  CUstream getCopyStream() const { return copy_; }
+
   /// Each call returns "" or what failed.
   std::string allocate(size_t bytes, CUdeviceptr &pointer) const;
   std::string release(CUdeviceptr pointer) const;
+  /// Page-locked host memory, which copies read and write asynchronously.
+  std::string allocateHost(size_t bytes, void *&pointer) const;
+  std::string releaseHost(void *pointer) const;
+  /// Queued on `stream`: from pageable memory the driver has read `source`
+  /// when it returns, from pinned memory only once the copy ran.
   std::string copyToDevice(CUdeviceptr destination, const void *source,
-                           size_t bytes) const;
+                           size_t bytes, CUstream stream) const;
+  /// Queued on the compute stream and waited for: the bytes are there.
   std::string copyToHost(void *destination, CUdeviceptr source,
                          size_t bytes) const;
+  /// Queued on the compute stream.
   std::string copyOnDevice(CUdeviceptr destination, CUdeviceptr source,
                            size_t bytes) const;
   std::string zero(CUdeviceptr destination, size_t bytes) const;
@@ -52,15 +66,38 @@ public:
   std::string unloadModule(CUmodule module) const;
   std::string getFunction(CUmodule module, const std::string &name,
                           CUfunction &function) const;
-  /// Launches `function` (called `name` in messages) over `grid` blocks of
-  /// `block` threads with `sharedBytes` of dynamic shared memory, its
-  /// buffer arguments the device pointers `arguments` (the kernels' bare
-  /// pointer convention: one pointer per memref).
+  /// Lets `function` (`name`) take up to `bytes` of dynamic shared memory
+  /// per block, past the 48 KiB every kernel may have.
+  std::string allowSharedBytes(CUfunction function, const std::string &name,
+                               unsigned bytes) const;
+  /// Queues `function` (called `name` in messages) on the compute stream
+  /// over `grid` blocks of `block` threads with `sharedBytes` of dynamic
+  /// shared memory, its buffer arguments the device pointers `arguments`
+  /// (the kernels' bare pointer convention: one pointer per memref).
   std::string launch(CUfunction function, const std::string &name,
                      unsigned grid, unsigned block, unsigned sharedBytes,
                      const std::vector<CUdeviceptr> &arguments) const;
-  /// Waits for everything launched so far.
+  /// Waits for everything queued on the compute stream.
   std::string synchronize() const;
+
+  /// Events: `timing` ones can be timed against each other.
+  std::string createEvent(bool timing, CUevent &event) const;
+  std::string destroyEvent(CUevent event) const;
+  std::string record(CUevent event, CUstream stream) const;
+  /// `stream` waits for the work before `event`'s last record.
+  std::string wait(CUstream stream, CUevent event) const;
+  std::string synchronize(CUevent event) const;
+  std::string elapsed(CUevent start, CUevent end, float &milliseconds) const;
+
+  /// CUDA Graphs: what the compute stream is given between beginCapture
+  /// and endCapture is recorded, not run, every parameter frozen.
+  std::string beginCapture() const;
+  std::string endCapture(CUgraph &graph) const;
+  std::string instantiate(CUgraph graph, CUgraphExec &exec) const;
+  /// Queues one replay of `exec` on the compute stream.
+  std::string launchGraph(CUgraphExec exec) const;
+  std::string destroyGraph(CUgraph graph) const;
+  std::string destroyGraphExec(CUgraphExec exec) const;
 
 private:
   Context(const Driver &driver) : driver_(driver) {}
@@ -70,6 +107,7 @@ private:
   DeviceInfo device_;
   CUdevice handle_ = 0;
   CUcontext context_ = nullptr;
+  CUstream compute_ = nullptr, copy_ = nullptr;
 };
 
 } // namespace cuda

@@ -89,11 +89,29 @@ std::unique_ptr<Driver> Driver::load(std::string &error) {
   take("cuModuleGetFunction", api.cuModuleGetFunction);
   take("cuMemAlloc", api.cuMemAlloc);
   take("cuMemFree", api.cuMemFree);
-  take("cuMemcpyHtoD", api.cuMemcpyHtoD);
-  take("cuMemcpyDtoH", api.cuMemcpyDtoH);
-  take("cuMemcpyDtoD", api.cuMemcpyDtoD);
-  take("cuMemsetD8", api.cuMemsetD8);
+  take("cuMemHostAlloc", api.cuMemHostAlloc);
+  take("cuMemFreeHost", api.cuMemFreeHost);
+  take("cuStreamCreate", api.cuStreamCreate);
+  take("cuStreamDestroy", api.cuStreamDestroy);
+  take("cuStreamSynchronize", api.cuStreamSynchronize);
+  take("cuStreamWaitEvent", api.cuStreamWaitEvent);
+  take("cuMemcpyHtoDAsync", api.cuMemcpyHtoDAsync);
+  take("cuMemcpyDtoHAsync", api.cuMemcpyDtoHAsync);
+  take("cuMemcpyDtoDAsync", api.cuMemcpyDtoDAsync);
+  take("cuMemsetD8Async", api.cuMemsetD8Async);
+  take("cuEventCreate", api.cuEventCreate);
+  take("cuEventDestroy", api.cuEventDestroy);
+  take("cuEventRecord", api.cuEventRecord);
+  take("cuEventSynchronize", api.cuEventSynchronize);
+  take("cuEventElapsedTime", api.cuEventElapsedTime);
+  take("cuStreamBeginCapture", api.cuStreamBeginCapture);
+  take("cuStreamEndCapture", api.cuStreamEndCapture);
+  take("cuGraphInstantiateWithFlags", api.cuGraphInstantiateWithFlags);
+  take("cuGraphLaunch", api.cuGraphLaunch);
+  take("cuGraphExecDestroy", api.cuGraphExecDestroy);
+  take("cuGraphDestroy", api.cuGraphDestroy);
   take("cuLaunchKernel", api.cuLaunchKernel);
+  take("cuFuncSetAttribute", api.cuFuncSetAttribute);
   if (!resolved)
     return nullptr;
   if (CUresult result = api.cuInit(0); result != kCudaSuccess) {

@@ -32,8 +32,16 @@ using CUcontext = struct CUctx_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 constexpr CUresult kCudaSuccess = 0;
 constexpr CUresult kCudaErrorNoDevice = 100;
+constexpr CUresult kCudaErrorNotReady = 600;
+constexpr unsigned kStreamNonBlocking = 1;
+constexpr unsigned kEventDefault = 0, kEventDisableTiming = 2;
+constexpr int kStreamCaptureModeGlobal = 0;
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr int kAttributeComputeCapabilityMajor = 75;
 constexpr int kAttributeComputeCapabilityMinor = 76;
 constexpr int kGetProcAddressDefault = 0;
@@ -65,14 +73,40 @@ struct DriverApi {
                                   const char *name) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr *pointer, size_t bytes) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr destination, const void *source,
-                           size_t bytes) = nullptr;
-  CUresult (*cuMemcpyDtoH)(void *destination, CUdeviceptr source,
-                           size_t bytes) = nullptr;
-  CUresult (*cuMemcpyDtoD)(CUdeviceptr destination, CUdeviceptr source,
-                           size_t bytes) = nullptr;
-  CUresult (*cuMemsetD8)(CUdeviceptr destination, unsigned char value,
-                         size_t bytes) = nullptr;
+  CUresult (*cuMemHostAlloc)(void **pointer, size_t bytes,
+                             unsigned flags) = nullptr;
+  CUresult (*cuMemFreeHost)(void *pointer) = nullptr;
+  // Streams, and the copies and sets queued on them.
+  CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event,
+                                unsigned flags) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr destination, const void *source,
+                                size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void *destination, CUdeviceptr source,
+                                size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr destination, CUdeviceptr source,
+                                size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr destination, unsigned char value,
+                              size_t bytes, CUstream stream) = nullptr;
+  // Events.
+  CUresult (*cuEventCreate)(CUevent *event, unsigned flags) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent event) = nullptr;
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+  CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start,
+                                 CUevent end) = nullptr;
+  // CUDA Graphs, captured from a stream.
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph *graph) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph,
+                                          unsigned long long flags) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute,
+                                 int value) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX,
                              unsigned gridY, unsigned gridZ, unsigned blockX,
                              unsigned blockY, unsigned blockZ,

@@ -1,4 +1,4 @@
-//===- CudaExecutor.cpp - A plan's steps on an NVIDIA GPU -----------------===//
+//===- CudaExecutor.cpp - A plan's ops on an NVIDIA GPU -------------------===//
 //
 // Part of Kiln's runtime: plain C++17, no LLVM/MLIR, no CUDA headers.
 //
@@ -7,6 +7,7 @@
 #include "CudaExecutor.h"
 
 #include <cstdlib>
+#include <cstring>
 
 using namespace kiln;
 using namespace kiln::cuda;
@@ -30,6 +31,23 @@ struct Executor::Op {
   size_t bytes = 0;
 };
 
+/// An input's way up: pinned host memory, a device buffer, and the events
+/// that order the two streams around them.
+struct Executor::Staging {
+  void *pinned = nullptr;
+  CUdeviceptr device = 0;
+  size_t bytes = 0;
+  /// Recorded on the copy stream after an upload, and on the compute
+  /// stream after the run that took it.
+  CUevent uploaded = nullptr, taken = nullptr;
+  bool pending = false;
+};
+
+struct Executor::EntryGraph {
+  unsigned runs = 0;
+  CUgraphExec exec = nullptr;
+};
+
 /// A failure of the device, as the session reports it.
 static Result deviceError(const std::string &message) {
   return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + message);
@@ -38,6 +56,26 @@ static Result deviceError(const std::string &message) {
 Executor::~Executor() {
   if (!context_)
     return;
+  // Nothing is freed under queued work.
+  context_->synchronize();
+  for (EntryGraph &graph : graphs_)
+    if (graph.exec)
+      context_->destroyGraphExec(graph.exec);
+  for (Staging &staging : staging_) {
+    if (staging.pinned) {
+      // The copy stream's last upload out of it is done.
+      context_->synchronize(staging.uploaded);
+      context_->releaseHost(staging.pinned);
+    }
+    if (staging.device)
+      context_->release(staging.device);
+    for (CUevent event : {staging.uploaded, staging.taken})
+      if (event)
+        context_->destroyEvent(event);
+  }
+  for (CUevent event : {start_, end_})
+    if (event)
+      context_->destroyEvent(event);
   for (CUdeviceptr allocation : allocations_)
     context_->release(allocation);
   if (arena_)
@@ -119,6 +157,11 @@ Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
       !failed.empty())
     return deviceError(failed + " for cuBLASLt's workspace");
   made->workspaceBytes_ = kWorkspaceBytes;
+  KILN_RETURN_IF_ERROR(made->prepareStaging());
+  for (CUevent *event : {&made->start_, &made->end_})
+    if (std::string failed = made->context_->createEvent(true, *event);
+        !failed.empty())
+      return deviceError(failed);
 
   if (plan.entries())
     for (const plan::Entry *entry : *plan.entries()) {
@@ -129,6 +172,7 @@ Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
                                               "' op " + std::to_string(i)));
       made->entries_.push_back(std::move(ops));
     }
+  made->graphs_.resize(made->entries_.size());
   executor = std::move(made);
   return Result::ok();
 }
@@ -146,6 +190,12 @@ Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
     prepared.grid = static_cast<unsigned>(call.grid_x());
     prepared.block = static_cast<unsigned>(call.block_x());
     prepared.sharedBytes = static_cast<unsigned>(call.shared_bytes());
+    // Past 48 KiB of dynamic shared memory a kernel must opt in.
+    if (prepared.sharedBytes > 48 * 1024)
+      if (std::string failed = context_->allowSharedBytes(
+              prepared.function, prepared.name, prepared.sharedBytes);
+          !failed.empty())
+        return deviceError(failed);
     if (call.buffers())
       for (uint32_t id : *call.buffers())
         prepared.arguments.push_back(pointer(id));
@@ -184,11 +234,42 @@ Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
   }
 }
 
+Result Executor::prepareStaging() {
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  staging_.resize(buffers.size());
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferInfo &buffer = buffers[id];
+    if (buffer.kind != plan::BufferKind::Input || buffer.sizeBytes == 0)
+      continue;
+    Staging &staging = staging_[id];
+    staging.bytes = static_cast<size_t>(buffer.sizeBytes);
+    std::string failed = context_->allocateHost(staging.bytes, staging.pinned);
+    if (failed.empty())
+      failed = context_->allocate(staging.bytes, staging.device);
+    if (failed.empty())
+      failed = context_->createEvent(false, staging.uploaded);
+    if (failed.empty())
+      failed = context_->createEvent(false, staging.taken);
+    if (!failed.empty())
+      return deviceError(failed + " to stage input '" + buffer.name + "'");
+  }
+  return Result::ok();
+}
+
+std::string Executor::describeOp(size_t entry, size_t index) const {
+  const plan::Entry &planEntry = *artifact_->getPlan().entries()->Get(entry);
+  const plan::Op &op = *planEntry.ops()->Get(index);
+  return runtime::formatLocation(op.loc()) + ": op '" +
+         (op.name() ? op.name()->str() : "") + "' (entry '" +
+         planEntry.name()->str() + "' op " + std::to_string(index) + ")";
+}
+
 Result Executor::copyIn(uint32_t id, const void *host) const {
   size_t bytes = static_cast<size_t>(artifact_->getBuffers()[id].sizeBytes);
   if (!bytes)
     return Result::ok();
-  std::string failed = context_->copyToDevice(pointer(id), host, bytes);
+  std::string failed = context_->copyToDevice(pointer(id), host, bytes,
+                                              context_->getComputeStream());
   return failed.empty() ? Result::ok()
                         : deviceError(failed + " into buffer '" +
                                       artifact_->getBuffers()[id].name + "'");
@@ -204,6 +285,108 @@ Result Executor::copyOut(uint32_t id, void *host) const {
                                       artifact_->getBuffers()[id].name + "'");
 }
 
+Result Executor::stageInput(uint32_t id, const void *host) {
+  Staging &staging = staging_[id];
+  if (!staging.pinned)
+    return Result::ok();
+  const std::string &name = artifact_->getBuffers()[id].name;
+  auto fail = [&](const std::string &failed) {
+    return deviceError(failed + " staging input '" + name + "'");
+  };
+  // The pinned memory is rewritten once its last upload is done, and the
+  // device staging buffer once the run that took its last bytes is.
+  if (std::string failed = context_->synchronize(staging.uploaded);
+      !failed.empty())
+    return fail(failed);
+  std::memcpy(staging.pinned, host, staging.bytes);
+  CUstream copy = context_->getCopyStream();
+  std::string failed = context_->wait(copy, staging.taken);
+  if (failed.empty())
+    failed = context_->copyToDevice(staging.device, staging.pinned,
+                                    staging.bytes, copy);
+  if (failed.empty())
+    failed = context_->record(staging.uploaded, copy);
+  if (!failed.empty())
+    return fail(failed);
+  staging.pending = true;
+  return Result::ok();
+}
+
+Result Executor::takeStagedInputs() {
+  CUstream compute = context_->getComputeStream();
+  for (size_t id = 0; id < staging_.size(); ++id) {
+    Staging &staging = staging_[id];
+    if (!staging.pending)
+      continue;
+    std::string failed = context_->wait(compute, staging.uploaded);
+    if (failed.empty())
+      failed = context_->copyOnDevice(pointer(static_cast<uint32_t>(id)),
+                                      staging.device, staging.bytes);
+    if (failed.empty())
+      failed = context_->record(staging.taken, compute);
+    if (!failed.empty())
+      return deviceError(failed + " taking input '" +
+                         artifact_->getBuffers()[id].name + "'");
+    staging.pending = false;
+  }
+  return Result::ok();
+}
+
+Result Executor::runEntry(size_t entry, bool graph) {
+  EntryGraph &entryGraph = graphs_[entry];
+  if (graph && entryGraph.exec) {
+    std::string failed = context_->launchGraph(entryGraph.exec);
+    return failed.empty()
+               ? Result::ok()
+               : deviceError(
+                     failed + " replaying entry '" +
+                     artifact_->getPlan().entries()->Get(entry)->name()->str() +
+                     "'");
+  }
+  // The first run goes op by op: cuBLASLt and the driver load what they
+  // load lazily outside any capture.
+  if (graph && entryGraph.runs > 0)
+    return capture(entry, entryGraph);
+  for (size_t i = 0; i < entries_[entry].size(); ++i)
+    KILN_RETURN_IF_ERROR(runOp(entry, i));
+  ++entryGraph.runs;
+  return Result::ok();
+}
+
+Result Executor::capture(size_t entry, EntryGraph &entryGraph) {
+  const std::string name =
+      artifact_->getPlan().entries()->Get(entry)->name()->str();
+  if (std::string failed = context_->beginCapture(); !failed.empty())
+    return deviceError(failed + " capturing entry '" + name + "'");
+  Result queued = Result::ok();
+  for (size_t i = 0; i < entries_[entry].size() && queued.isOk(); ++i)
+    queued = runOp(entry, i);
+  // The capture is ended whatever happened, so that the stream is usable.
+  CUgraph captured = nullptr;
+  std::string failed = context_->endCapture(captured);
+  if (!queued.isOk()) {
+    if (captured)
+      context_->destroyGraph(captured);
+    return std::move(queued).withContext("capturing entry '" + name + "'");
+  }
+  if (failed.empty())
+    failed = context_->instantiate(captured, entryGraph.exec);
+  if (captured)
+    context_->destroyGraph(captured);
+  if (failed.empty())
+    failed = context_->launchGraph(entryGraph.exec);
+  if (!failed.empty())
+    return deviceError(failed + " capturing entry '" + name + "'");
+  return Result::ok();
+}
+
+size_t Executor::getGraphCount() const {
+  size_t count = 0;
+  for (const EntryGraph &graph : graphs_)
+    count += graph.exec != nullptr;
+  return count;
+}
+
 Result Executor::runOp(size_t entry, size_t index) const {
   const Op &op = entries_[entry][index];
   std::string failed;
@@ -214,7 +397,8 @@ Result Executor::runOp(size_t entry, size_t index) const {
     break;
   case plan::Call::GemmCall:
     failed = cublas_->run(*op.gemm, op.pointers,
-                          reinterpret_cast<void *>(workspace_));
+                          reinterpret_cast<void *>(workspace_),
+                          context_->getComputeStream());
     break;
   case plan::Call::CopyCall:
     if (op.bytes && op.source != op.destination)
@@ -226,7 +410,29 @@ Result Executor::runOp(size_t entry, size_t index) const {
   default:
     break;
   }
-  return failed.empty() ? Result::ok() : deviceError(failed);
+  // A failing call names the op's model line too.
+  return failed.empty()
+             ? Result::ok()
+             : deviceError(failed).withContext(describeOp(entry, index));
+}
+
+Result Executor::timeOp(size_t entry, size_t index,
+                        double &milliseconds) const {
+  CUstream compute = context_->getComputeStream();
+  std::string failed = context_->record(start_, compute);
+  if (!failed.empty())
+    return deviceError(failed);
+  KILN_RETURN_IF_ERROR(runOp(entry, index));
+  float elapsed = 0;
+  failed = context_->record(end_, compute);
+  if (failed.empty())
+    failed = context_->synchronize(end_);
+  if (failed.empty())
+    failed = context_->elapsed(start_, end_, elapsed);
+  if (!failed.empty())
+    return deviceError(failed).withContext(describeOp(entry, index));
+  milliseconds = elapsed;
+  return Result::ok();
 }
 
 Result Executor::synchronize() const {

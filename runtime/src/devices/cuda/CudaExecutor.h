@@ -1,15 +1,25 @@
-//===- CudaExecutor.h - A plan's steps on an NVIDIA GPU ---------*- C++ -*-===//
+//===- CudaExecutor.h - A plan's ops on an NVIDIA GPU -----------*- C++ -*-===//
 //
 // Part of Kiln's runtime: plain C++17, no LLVM/MLIR, no CUDA headers.
 //
-// What a session on device "cuda" runs its entries with: the plan's buffers
-// in device memory (the arena at its planned offsets, one allocation per
-// persistent buffer), its kernels from the artifact's cubin when it was
-// assembled for this GPU's arch, else its PTX (compiled by the driver),
-// launched with the plan's grid, block and shared bytes, its GEMMs through
-// cuBLASLt, its copies and zeros as driver calls. The session keeps a host
-// copy of every buffer and moves bytes between the two only where one side
-// changed (Session.h).
+// The cuda device's machinery (CudaDevice.h keeps it in step with the
+// session): the plan's buffers in device memory (the arena at its planned
+// offsets, one allocation per persistent buffer), its kernels from the
+// artifact's cubin when it was assembled for this GPU's arch, else its PTX
+// (compiled by the driver), launched with the plan's grid, block and
+// shared bytes, its GEMMs through cuBLASLt, its copies and zeros as driver
+// calls, all queued in order on the context's compute stream.
+//
+// An entry runs op by op on its first run; on its second it is captured
+// as a CUDA Graph, which every later run replays in one launch. Everything
+// that changes from step to step (the RNG's words, the step, the batch,
+// the status words) lives in device buffers the graph reads; the
+// parameters frozen at capture are device pointers, which never change.
+//
+// An input's new bytes go up through pinned staging memory on the copy
+// stream, into a device staging buffer, while the compute stream may still
+// be running the last step; the next run copies them into the input on the
+// compute stream, after the upload and before its first op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,20 +49,41 @@ public:
                        std::unique_ptr<Executor> &executor);
   ~Executor();
 
-  /// "Kiln Fake GPU (sm_90), CUDA 13.0, PTX compiled by the driver".
+  /// "Kiln Fake GPU, sm_90, CUDA 13.0, its cubin".
   const std::string &describe() const { return description_; }
-  /// Buffer `id`'s bytes from or into host memory.
+  /// Queues a copy of buffer `id`'s bytes from pageable host memory, which
+  /// is read before this returns.
   Result copyIn(uint32_t id, const void *host) const;
+  /// Copies buffer `id`'s bytes into host memory once the queued work
+  /// before it ran.
   Result copyOut(uint32_t id, void *host) const;
-  /// Runs op `index` of entry `entry` (the plan's order).
+  /// Uploads input `id`'s new bytes from `host` through its staging
+  /// buffers; the next run takes them.
+  Result stageInput(uint32_t id, const void *host);
+  /// Queues the staged inputs' copies into the inputs.
+  Result takeStagedInputs();
+  /// Queues entry `entry`'s ops: op by op, or from its CUDA Graph when
+  /// `graph` (captured on its second such run).
+  Result runEntry(size_t entry, bool graph);
+  /// Queues op `index` of entry `entry` (the plan's order).
   Result runOp(size_t entry, size_t index) const;
-  /// Waits for the ops launched so far.
+  /// Runs that op alone and waits for it: its time on the GPU.
+  Result timeOp(size_t entry, size_t index, double &milliseconds) const;
+  /// Waits for the work queued so far.
   Result synchronize() const;
+  /// How many entries are replayed from a graph.
+  size_t getGraphCount() const;
 
 private:
   Executor() = default;
   struct Op;
+  struct Staging;
+  struct EntryGraph;
   Result prepareOp(const plan::Op &op, Op &prepared);
+  Result prepareStaging();
+  Result capture(size_t entry, EntryGraph &graph);
+  /// "model.kiln:3:5: op 'matmul' (entry 'train_step' op 4)".
+  std::string describeOp(size_t entry, size_t index) const;
   CUdeviceptr pointer(uint32_t id) const { return pointers_[id]; }
 
   std::shared_ptr<const Artifact> artifact_;
@@ -66,6 +97,10 @@ private:
   CUdeviceptr workspace_ = 0;
   size_t workspaceBytes_ = 0;
   std::vector<std::vector<Op>> entries_;
+  std::vector<EntryGraph> graphs_;
+  /// Per buffer id; only the inputs' are set up.
+  std::vector<Staging> staging_;
+  CUevent start_ = nullptr, end_ = nullptr;
   std::string description_;
 };
 

@@ -1,4 +1,4 @@
-//===- Executor.cpp - Running an entry point's ops on the cpu -------------===//
+//===- CpuDevice.cpp - Entries run in host memory over a thread pool ------===//
 //
 // Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
 //
@@ -9,62 +9,84 @@
 // results depend on nothing another chunk computes, so the bytes produced do
 // not depend on how many threads there are or which ran which chunk.
 // A GemmCall runs its tiles of C (fixed by the compiler) over the pool, one
-// single-threaded GEMM library call per tile (devices/cpu/GemmLibrary.h).
+// single-threaded GEMM library call per tile (GemmLibrary.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "GemmEpilogue.h"
-#include "Session.h"
+#include "CpuDevice.h"
 #include "SignalMask.h"
-#include "devices/cuda/CudaExecutor.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <optional>
+#include <system_error>
 
 using namespace kiln;
-using namespace kiln::runtime;
+using namespace kiln::cpu;
+using runtime::BufferInfo;
 
 /// Chunks per thread: enough slack to balance uneven chunks.
 static constexpr int64_t kChunksPerThread = 4;
 
-static bool isFloat(plan::DType dtype) {
-  return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
-         dtype == plan::DType::F16 || dtype == plan::DType::BF16;
+CpuDevice::~CpuDevice() = default;
+
+Result CpuDevice::create(std::shared_ptr<const Artifact> artifact,
+                         bool emulator, int numThreads,
+                         const std::vector<void *> &hostBuffers,
+                         std::unique_ptr<runtime::Device> &device) {
+  std::unique_ptr<CpuDevice> made(new CpuDevice());
+  made->artifact_ = std::move(artifact);
+  made->emulator_ = emulator;
+  std::string gemmError;
+  made->gemm_ = getGemmLibrary(emulator ? "reference" : "", gemmError);
+  if (!made->gemm_)
+    return runtime::invalidArgument(gemmError);
+  // The transients at their planned offsets in the arena; the rest are the
+  // session's.
+  const std::vector<BufferInfo> &buffers = made->artifact_->getBuffers();
+  KILN_RETURN_IF_ERROR(made->arena_.allocate(
+      static_cast<size_t>(made->artifact_->getPlan().arena_bytes()),
+      "the arena"));
+  made->pointers_ = hostBuffers;
+  for (size_t id = 0; id < buffers.size(); ++id)
+    if (buffers[id].kind == plan::BufferKind::Transient)
+      made->pointers_[id] =
+          static_cast<char *>(made->arena_.data()) + buffers[id].arenaOffset;
+  KILN_RETURN_IF_ERROR(made->prepare());
+  made->describeGemms();
+  try {
+    made->pool_ = std::make_unique<runtime::ThreadPool>(numThreads);
+  } catch (const std::system_error &error) {
+    return Result::error(KILN_ERROR_INTERNAL,
+                         std::string("cannot start the thread pool: ") +
+                             error.what());
+  }
+  device = std::move(made);
+  return Result::ok();
 }
 
-Result Session::prepare() {
+Result CpuDevice::prepare() {
   const plan::Plan &plan = artifact_->getPlan();
   if (!plan.entries())
     return Result::ok();
   for (const plan::Entry *entry : *plan.entries()) {
-    PreparedEntry prepared;
-    prepared.entry = entry;
-    prepared.name = entry->name()->str();
     size_t count = entry->ops() ? entry->ops()->size() : 0;
-    prepared.ops.resize(count);
+    std::vector<PreparedOp> ops(count);
     for (size_t i = 0; i < count; ++i)
-      KILN_RETURN_IF_ERROR(prepareOp(*entry->ops()->Get(i), prepared.ops[i])
-                               .withContext("entry '" + prepared.name +
+      KILN_RETURN_IF_ERROR(prepareOp(*entry->ops()->Get(i), ops[i])
+                               .withContext("entry '" + entry->name()->str() +
                                             "' op " + std::to_string(i)));
-    prepared.calls.assign(count, 0);
-    prepared.nanoseconds.assign(count, 0);
-    entries_.push_back(std::move(prepared));
+    entries_.push_back(std::move(ops));
   }
   return Result::ok();
 }
 
-Result Session::prepareOp(const plan::Op &op, PreparedOp &prepared) {
+Result CpuDevice::prepareOp(const plan::Op &op, PreparedOp &prepared) {
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   prepared.kind = op.call_type();
   prepared.op = &op;
-  auto checkIfFloat = [&](uint32_t id) {
-    if (isFloat(buffers[id].dtype) &&
-        buffers[id].kind != plan::BufferKind::Constant)
-      prepared.checkedBuffers.push_back(id);
-  };
+  prepared.buffers = runtime::listOpBuffers(*artifact_, op);
   switch (op.call_type()) {
   case plan::Call::KernelCall: {
     const plan::KernelCall &call = *op.call_as_KernelCall();
@@ -74,32 +96,19 @@ Result Session::prepareOp(const plan::Op &op, PreparedOp &prepared) {
                                                    call.symbol()->str() +
                                                    "' was not resolved");
     if (call.buffers())
-      for (uint32_t id : *call.buffers()) {
+      for (uint32_t id : *call.buffers())
         prepared.arguments.push_back(pointers_[id]);
-        checkIfFloat(id);
-        if (buffers[id].kind == plan::BufferKind::Status)
-          prepared.statusBuffers.push_back(id);
-      }
     prepared.range = call.range();
     prepared.grain = call.grain() > 0 ? call.grain() : 1;
     return Result::ok();
   }
-  case plan::Call::GemmCall: {
-    const plan::GemmCall &call = *op.call_as_GemmCall();
-    checkIfFloat(call.c());
-    // What the epilogue writes besides C: a bias gradient, a GELU's input.
-    if (call.epilogue() == plan::GemmEpilogue::BiasGrad)
-      checkIfFloat(static_cast<uint32_t>(call.bias()));
-    if (call.epilogue() != plan::GemmEpilogue::DGelu && call.aux() >= 0)
-      checkIfFloat(static_cast<uint32_t>(call.aux()));
-    return prepareGemm(call, prepared);
-  }
+  case plan::Call::GemmCall:
+    return prepareGemm(*op.call_as_GemmCall(), prepared);
   case plan::Call::CopyCall: {
     const plan::CopyCall &call = *op.call_as_CopyCall();
     prepared.source = pointers_[call.source()];
     prepared.destination = pointers_[call.destination()];
     prepared.sizeBytes = static_cast<size_t>(call.size_bytes());
-    checkIfFloat(call.destination());
     return Result::ok();
   }
   case plan::Call::ZeroCall: {
@@ -109,11 +118,11 @@ Result Session::prepareOp(const plan::Op &op, PreparedOp &prepared) {
     return Result::ok();
   }
   default:
-    return invalidFormat("an op without a call");
+    return runtime::invalidFormat("an op without a call");
   }
 }
 
-void Session::runKernel(const PreparedOp &op) {
+void CpuDevice::runKernel(const PreparedOp &op) {
   void **arguments = const_cast<void **>(op.arguments.data());
   int64_t range = op.range;
   int64_t maxChunks = static_cast<int64_t>(pool_->size()) * kChunksPerThread;
@@ -125,7 +134,7 @@ void Session::runKernel(const PreparedOp &op) {
   }
   // Chunk c covers [range * c / chunks, range * (c + 1) / chunks): every
   // chunk holds at least floor(range / chunks) >= grain iterations.
-  KernelFunction kernel = op.kernel;
+  runtime::KernelFunction kernel = op.kernel;
   pool_->parallelFor(chunks, [=](int64_t chunk) {
     int64_t begin =
         static_cast<int64_t>(static_cast<__int128>(range) * chunk / chunks);
@@ -135,24 +144,25 @@ void Session::runKernel(const PreparedOp &op) {
   });
 }
 
-Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
+Result CpuDevice::prepareGemm(const plan::GemmCall &call,
+                              PreparedOp &prepared) {
   plan::DType ab = call.ab_dtype(), c = call.dtype();
   if (ab == plan::DType::F32 && c == plan::DType::F32)
-    prepared.gemmTypes = cpu::GemmTypes::F32;
+    prepared.gemmTypes = GemmTypes::F32;
   else if (ab == plan::DType::F64 && c == plan::DType::F64)
-    prepared.gemmTypes = cpu::GemmTypes::F64;
+    prepared.gemmTypes = GemmTypes::F64;
   else if (ab == plan::DType::BF16 && c == plan::DType::F32)
-    prepared.gemmTypes = cpu::GemmTypes::BF16_F32;
+    prepared.gemmTypes = GemmTypes::BF16_F32;
   else
     return Result::error(
         KILN_ERROR_UNSUPPORTED,
-        std::string("a GEMM of ") + dtypeName(ab) + " x " + dtypeName(ab) +
-            " -> " + dtypeName(c) +
+        std::string("a GEMM of ") + runtime::dtypeName(ab) + " x " +
+            runtime::dtypeName(ab) + " -> " + runtime::dtypeName(c) +
             ": the cpu executor computes f32, f64 and bf16 x bf16 -> f32");
-  std::shared_ptr<const cpu::GemmLibrary> library =
-      cpu::getGemmLibraryFor(prepared.gemmTypes, gemm_);
-  std::pair<cpu::GemmTypes, const cpu::GemmLibrary *> use{prepared.gemmTypes,
-                                                          library.get()};
+  std::shared_ptr<const GemmLibrary> library =
+      getGemmLibraryFor(prepared.gemmTypes, gemm_);
+  std::pair<GemmTypes, const GemmLibrary *> use{prepared.gemmTypes,
+                                                library.get()};
   if (std::find(gemmUses_.begin(), gemmUses_.end(), use) == gemmUses_.end())
     gemmUses_.push_back(use);
   prepared.gemm = &call;
@@ -177,14 +187,13 @@ Result Session::prepareGemm(const plan::GemmCall &call, PreparedOp &prepared) {
   return Result::ok();
 }
 
-cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
-                                   int64_t row, int64_t rows, int64_t column,
-                                   int64_t columns) const {
+GemmProblem CpuDevice::gemmTile(const PreparedOp &op, int64_t batch,
+                                int64_t row, int64_t rows, int64_t column,
+                                int64_t columns) const {
   const plan::GemmCall &call = *op.gemm;
   // C's elements, and A's and B's (2 bytes for bf16 x bf16 -> f32).
-  size_t elementBytes = op.gemmTypes == cpu::GemmTypes::F64 ? 8 : 4;
-  size_t operandBytes =
-      op.gemmTypes == cpu::GemmTypes::BF16_F32 ? 2 : elementBytes;
+  size_t elementBytes = op.gemmTypes == GemmTypes::F64 ? 8 : 4;
+  size_t operandBytes = op.gemmTypes == GemmTypes::BF16_F32 ? 2 : elementBytes;
   auto at = [&](uint32_t id, int64_t offset, size_t bytes) {
     return static_cast<char *>(pointers_[id]) + offset * bytes;
   };
@@ -195,7 +204,7 @@ cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
   int64_t bOffset = batch * call.stride_b() +
                     (call.transpose_b() ? column * call.ldb() : column);
   int64_t cOffset = batch * call.stride_c() + row * call.ldc() + column;
-  cpu::GemmProblem problem;
+  GemmProblem problem;
   problem.types = op.gemmTypes;
   problem.transposeA = call.transpose_a();
   problem.transposeB = call.transpose_b();
@@ -213,15 +222,16 @@ cpu::GemmProblem Session::gemmTile(const PreparedOp &op, int64_t batch,
   return problem;
 }
 
-GemmEpilogueTile Session::gemmEpilogueTile(const PreparedOp &op, int64_t batch,
-                                           int64_t row, int64_t column) const {
+GemmEpilogueTile CpuDevice::gemmEpilogueTile(const PreparedOp &op,
+                                             int64_t batch, int64_t row,
+                                             int64_t column) const {
   const plan::GemmCall &call = *op.gemm;
   GemmEpilogueTile tile;
   tile.kind = call.epilogue();
   if (tile.kind == plan::GemmEpilogue::None)
     return tile;
   // The epilogue's vectors and matrices are in C's type.
-  size_t bytes = op.gemmTypes == cpu::GemmTypes::F64 ? 8 : 4;
+  size_t bytes = op.gemmTypes == GemmTypes::F64 ? 8 : 4;
   if (call.bias() >= 0)
     tile.bias = static_cast<char *>(pointers_[call.bias()]) + column * bytes;
   if (call.aux() >= 0)
@@ -231,8 +241,8 @@ GemmEpilogueTile Session::gemmEpilogueTile(const PreparedOp &op, int64_t batch,
   return tile;
 }
 
-void Session::describeGemms() {
-  gemmInfo_ = GemmInfo();
+void CpuDevice::describeGemms() {
+  gemmInfo_ = runtime::GemmInfo();
   gemmInfo_.library = gemm_->name();
   gemmInfo_.version = gemm_->version();
   gemmInfo_.isa = gemm_->isa();
@@ -240,11 +250,11 @@ void Session::describeGemms() {
     if (!item.empty())
       list += (list.empty() ? "" : "; ") + item;
   };
-  std::vector<const cpu::GemmLibrary *> libraries = {gemm_.get()};
+  std::vector<const GemmLibrary *> libraries = {gemm_.get()};
   for (auto [types, library] : gemmUses_) {
     if (library == gemm_.get())
       continue;
-    append(gemmInfo_.others, std::string(cpu::gemmTypesName(types)) + ": " +
+    append(gemmInfo_.others, std::string(gemmTypesName(types)) + ": " +
                                  library->version() + " (" + library->isa() +
                                  ")");
     if (std::find(libraries.begin(), libraries.end(), library) ==
@@ -253,11 +263,11 @@ void Session::describeGemms() {
   }
   // The emulator's reference GEMM is its choice, not a fallback.
   if (!emulator_)
-    for (const cpu::GemmLibrary *library : libraries)
+    for (const GemmLibrary *library : libraries)
       append(gemmInfo_.warning, library->fallbackWarning());
 }
 
-void Session::runGemm(const PreparedOp &op) {
+void CpuDevice::runGemm(const PreparedOp &op) {
   const plan::GemmCall &call = *op.gemm;
   int64_t m = call.m(), n = call.n();
   if (m == 0 || n == 0)
@@ -273,21 +283,20 @@ void Session::runGemm(const PreparedOp &op) {
     int64_t batch = task / perBatch, tile = task % perBatch;
     int64_t row = tile / columnTiles * tileRows;
     int64_t column = tile % columnTiles * tileColumns;
-    cpu::GemmProblem problem =
-        gemmTile(op, batch, row, std::min(tileRows, m - row), column,
-                 std::min(tileColumns, n - column));
+    GemmProblem problem = gemmTile(op, batch, row, std::min(tileRows, m - row),
+                                   column, std::min(tileColumns, n - column));
     op.gemmLibrary->run(problem);
     applyGemmEpilogue(problem, gemmEpilogueTile(op, batch, row, column));
   };
   // No signal may interrupt a library kernel that moves the stack pointer
   // into the heap (SignalMask.h); the workers have them blocked already.
-  std::optional<AsynchronousSignalsBlocked> blocked;
+  std::optional<runtime::AsynchronousSignalsBlocked> blocked;
   if (op.gemmBlocksSignals)
     blocked.emplace();
   pool_->parallelFor(call.batch() * perBatch, runTile);
 }
 
-void Session::runOp(const PreparedOp &op) {
+void CpuDevice::runOp(const PreparedOp &op) {
   switch (op.kind) {
   case plan::Call::KernelCall:
     runKernel(op);
@@ -307,130 +316,28 @@ void Session::runOp(const PreparedOp &op) {
   }
 }
 
-void Session::prepareRunBuffers() {
-  // Dropout's Philox key and step (kiln/Philox.h): the step of the run, i.e.
-  // the number of train steps completed before it.
-  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
-  for (size_t id = 0; id < buffers.size(); ++id) {
-    if (buffers[id].kind == plan::BufferKind::RngState) {
-      uint32_t words[4] = {static_cast<uint32_t>(seed_),
-                           static_cast<uint32_t>(seed_ >> 32),
-                           static_cast<uint32_t>(step_), 0};
-      std::memcpy(pointers_[id], words, sizeof words);
-    } else if (buffers[id].kind == plan::BufferKind::Status) {
-      std::memset(pointers_[id], 0, static_cast<size_t>(buffers[id].sizeBytes));
-    }
-  }
-}
-
-Result Session::run(const std::string &entryName) {
-  PreparedEntry *entry = nullptr;
-  for (PreparedEntry &candidate : entries_)
-    if (candidate.name == entryName)
-      entry = &candidate;
-  if (!entry) {
-    std::string names;
-    for (const PreparedEntry &candidate : entries_)
-      names += (names.empty() ? "'" : ", '") + candidate.name + "'";
-    return invalidArgument(
-        "the plan has no entry point '" + entryName +
-        "' (its entries: " + (names.empty() ? "none" : names) + ")");
-  }
-  if (const auto *inputs = entry->entry->inputs())
-    for (uint32_t id : *inputs)
-      if (!bound_[id])
-        return invalidArgument("entry '" + entryName + "' reads input '" +
-                               artifact_->getBuffers()[id].name +
-                               "', which was never bound");
-
-  prepareRunBuffers();
-  if (cuda_) {
-    KILN_RETURN_IF_ERROR(runOnDevice(*entry, entry - entries_.data()));
-    if (entryName == "train_step" || entryName == "apply_step")
-      ++step_;
-    return Result::ok();
-  }
+Result CpuDevice::run(size_t index, const runtime::RunOptions &options,
+                      const runtime::OpChecks &checks) {
   using Clock = std::chrono::steady_clock;
-  for (size_t i = 0; i < entry->ops.size(); ++i) {
-    const PreparedOp &op = entry->ops[i];
-    if (profiling_) {
+  std::vector<PreparedOp> &ops = entries_[index];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PreparedOp &op = ops[i];
+    if (options.profile) {
       Clock::time_point start = Clock::now();
       runOp(op);
-      entry->nanoseconds[i] += static_cast<uint64_t>(
+      options.profile->nanoseconds[i] += static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
                                                                start)
               .count());
-      entry->calls[i] += 1;
+      options.profile->calls[i] += 1;
     } else {
       runOp(op);
     }
-    if (!op.statusBuffers.empty())
-      KILN_RETURN_IF_ERROR(checkStatus(*entry, i));
-    if (checkNumerics_)
-      KILN_RETURN_IF_ERROR(checkNumerics(*entry, i));
-  }
-  if (entryName == "train_step" || entryName == "apply_step")
-    ++step_;
-  return Result::ok();
-}
-
-Result Session::runOnDevice(PreparedEntry &entry, size_t index) {
-  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
-  // What the host wrote since the last run (bound inputs, set buffers, the
-  // run's RNG and status words), and what a caller may have written
-  // through its pointer, to the device.
-  for (size_t id = 0; id < buffers.size(); ++id) {
-    plan::BufferKind kind = buffers[id].kind;
-    if (kind == plan::BufferKind::RngState || kind == plan::BufferKind::Status)
-      markHostNewer(id);
-    if (hostNewer_[id] || handedOut_[id]) {
-      KILN_RETURN_IF_ERROR(
-          cuda_->copyIn(static_cast<uint32_t>(id), pointers_[id]));
-      hostNewer_[id] = false;
-    }
-  }
-  using Clock = std::chrono::steady_clock;
-  for (size_t i = 0; i < entry.ops.size(); ++i) {
-    const PreparedOp &op = entry.ops[i];
-    Clock::time_point start = Clock::now();
-    // A failing call names the op's model line too.
-    std::string opName = op.op->name() ? op.op->name()->str() : "";
-    KILN_RETURN_IF_ERROR(cuda_->runOp(index, i).withContext(
-        formatLocation(op.op->loc()) + ": op '" + opName + "' (entry '" +
-        entry.name + "' op " + std::to_string(i) + ")"));
-    // Each op timed whole: it is waited for (the profile is not a run's
-    // speed on the device).
-    if (profiling_) {
-      KILN_RETURN_IF_ERROR(cuda_->synchronize());
-      entry.nanoseconds[i] += static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
-                                                               start)
-              .count());
-      entry.calls[i] += 1;
-    }
-    // Status words and checked buffers are read on the host after the op.
-    if (!op.statusBuffers.empty()) {
-      for (uint32_t id : op.statusBuffers)
-        KILN_RETURN_IF_ERROR(cuda_->copyOut(id, pointers_[id]));
-      KILN_RETURN_IF_ERROR(checkStatus(entry, i));
-    }
-    if (checkNumerics_) {
-      for (uint32_t id : op.checkedBuffers)
-        KILN_RETURN_IF_ERROR(cuda_->copyOut(id, pointers_[id]));
-      KILN_RETURN_IF_ERROR(checkNumerics(entry, i));
-    }
-  }
-  KILN_RETURN_IF_ERROR(cuda_->synchronize());
-  // The device now holds the newer bytes of what the entry may have
-  // written; a handed-out buffer's host copy is refreshed at once.
-  for (size_t id = 0; id < buffers.size(); ++id) {
-    plan::BufferKind kind = buffers[id].kind;
-    if (!isPersistent(kind) || kind == plan::BufferKind::Constant ||
-        kind == plan::BufferKind::Input)
-      continue;
-    deviceNewer_[id] = true;
-    if (handedOut_[id])
-      KILN_RETURN_IF_ERROR(syncToHost(id));
+    for (uint32_t id : op.buffers.status)
+      KILN_RETURN_IF_ERROR(checks.status(index, i, id, pointers_[id]));
+    if (options.checkNumerics)
+      for (uint32_t id : op.buffers.checked)
+        KILN_RETURN_IF_ERROR(checks.numerics(index, i, id, pointers_[id]));
   }
   return Result::ok();
 }

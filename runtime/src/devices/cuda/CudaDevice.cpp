@@ -1,0 +1,177 @@
+//===- CudaDevice.cpp - A session's entries on an NVIDIA GPU --------------===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR, no CUDA headers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDevice.h"
+#include "CudaExecutor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::cuda;
+using runtime::BufferInfo;
+
+CudaDevice::~CudaDevice() = default;
+
+Result CudaDevice::create(std::shared_ptr<const Artifact> artifact, int ordinal,
+                          const std::vector<void *> &hostBuffers,
+                          std::unique_ptr<runtime::Device> &device) {
+  std::unique_ptr<CudaDevice> made(new CudaDevice());
+  KILN_RETURN_IF_ERROR(Executor::create(artifact, ordinal, made->executor_));
+  made->artifact_ = std::move(artifact);
+  made->host_ = hostBuffers;
+  size_t count = made->artifact_->getBuffers().size();
+  made->hostNewer_.assign(count, false);
+  made->deviceNewer_.assign(count, false);
+  made->handedOut_.assign(count, false);
+  if (const auto *entries = made->artifact_->getPlan().entries())
+    for (const plan::Entry *entry : *entries) {
+      made->firstOp_.push_back(made->opBuffers_.size());
+      if (entry->ops())
+        for (const plan::Op *op : *entry->ops())
+          made->opBuffers_.push_back(
+              runtime::listOpBuffers(*made->artifact_, *op));
+    }
+  made->firstOp_.push_back(made->opBuffers_.size());
+  const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
+  made->graphs_ = !(graphs && std::strcmp(graphs, "0") == 0);
+  // The GPU's GEMMs are cuBLASLt's; its kernels are the artifact's own.
+  made->gemmInfo_.library = "cublaslt";
+  made->gemmInfo_.version = "cuBLASLt";
+  made->gemmInfo_.isa = made->executor_->describe();
+  device = std::move(made);
+  return Result::ok();
+}
+
+Result CudaDevice::hostWrote(uint32_t id) {
+  // An input goes up at once, overlapping a run in flight; anything else
+  // is written after it (the session finishes first; so does this).
+  if (artifact_->getBuffers()[id].kind == plan::BufferKind::Input) {
+    deviceNewer_[id] = false;
+    return executor_->stageInput(id, host_[id]);
+  }
+  KILN_RETURN_IF_ERROR(finish());
+  hostNewer_[id] = true;
+  deviceNewer_[id] = false;
+  return Result::ok();
+}
+
+Result CudaDevice::syncToHost(uint32_t id) {
+  KILN_RETURN_IF_ERROR(finish());
+  if (!deviceNewer_[id])
+    return Result::ok();
+  KILN_RETURN_IF_ERROR(executor_->copyOut(id, host_[id]));
+  deviceNewer_[id] = false;
+  return Result::ok();
+}
+
+Result CudaDevice::handOut(uint32_t id) {
+  handedOut_[id] = true;
+  return Result::ok();
+}
+
+Result CudaDevice::run(size_t entry, const runtime::RunOptions &options,
+                       const runtime::OpChecks &checks) {
+  KILN_RETURN_IF_ERROR(finish());
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  // What the host wrote (set buffers, the run's RNG and status words) and
+  // what a caller may have written through its pointer; then the inputs
+  // staged since the last run, except where a caller's pointer has the
+  // newer bytes. (A copy from pageable memory waits for the stream: these
+  // go first, so that the staged inputs' copies stay queued.)
+  auto copyIn = [&](bool inputs) -> Result {
+    for (uint32_t id = 0; id < buffers.size(); ++id)
+      if ((hostNewer_[id] || handedOut_[id]) &&
+          inputs == (buffers[id].kind == plan::BufferKind::Input)) {
+        KILN_RETURN_IF_ERROR(executor_->copyIn(id, host_[id]));
+        hostNewer_[id] = false;
+      }
+    return Result::ok();
+  };
+  KILN_RETURN_IF_ERROR(copyIn(false));
+  KILN_RETURN_IF_ERROR(executor_->takeStagedInputs());
+  KILN_RETURN_IF_ERROR(copyIn(true));
+  if (options.checkNumerics || options.profile)
+    return runChecked(entry, options, checks);
+  KILN_RETURN_IF_ERROR(executor_->runEntry(entry, graphs_));
+  inFlight_ = static_cast<long>(entry);
+  inFlightChecks_ = &checks;
+  return Result::ok();
+}
+
+Result CudaDevice::finish() {
+  if (inFlight_ < 0)
+    return Result::ok();
+  size_t entry = static_cast<size_t>(inFlight_);
+  inFlight_ = -1;
+  KILN_RETURN_IF_ERROR(executor_->synchronize());
+  KILN_RETURN_IF_ERROR(checkStatus(entry, *inFlightChecks_));
+  return ran();
+}
+
+Result CudaDevice::checkStatus(size_t entry, const runtime::OpChecks &checks) {
+  // Each status buffer read once, then the ops' words checked in order.
+  std::vector<uint32_t> read;
+  for (size_t op = firstOp_[entry]; op < firstOp_[entry + 1]; ++op)
+    for (uint32_t id : opBuffers_[op].status)
+      if (std::find(read.begin(), read.end(), id) == read.end()) {
+        KILN_RETURN_IF_ERROR(executor_->copyOut(id, host_[id]));
+        read.push_back(id);
+      }
+  for (size_t op = firstOp_[entry]; op < firstOp_[entry + 1]; ++op)
+    for (uint32_t id : opBuffers_[op].status)
+      KILN_RETURN_IF_ERROR(
+          checks.status(entry, op - firstOp_[entry], id, host_[id]));
+  return Result::ok();
+}
+
+Result CudaDevice::runChecked(size_t entry, const runtime::RunOptions &options,
+                              const runtime::OpChecks &checks) {
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  std::vector<char> scratch;
+  for (size_t op = 0; op < firstOp_[entry + 1] - firstOp_[entry]; ++op) {
+    if (options.profile) {
+      double milliseconds = 0;
+      KILN_RETURN_IF_ERROR(executor_->timeOp(entry, op, milliseconds));
+      options.profile->nanoseconds[op] +=
+          static_cast<uint64_t>(milliseconds * 1e6);
+      options.profile->calls[op] += 1;
+    } else {
+      KILN_RETURN_IF_ERROR(executor_->runOp(entry, op));
+    }
+    const runtime::OpBuffers &opBuffers = opBuffers_[firstOp_[entry] + op];
+    for (uint32_t id : opBuffers.status) {
+      KILN_RETURN_IF_ERROR(executor_->copyOut(id, host_[id]));
+      KILN_RETURN_IF_ERROR(checks.status(entry, op, id, host_[id]));
+    }
+    if (!options.checkNumerics)
+      continue;
+    // A transient has no host copy: its bytes come into scratch memory.
+    for (uint32_t id : opBuffers.checked) {
+      scratch.resize(static_cast<size_t>(buffers[id].sizeBytes));
+      KILN_RETURN_IF_ERROR(executor_->copyOut(id, scratch.data()));
+      KILN_RETURN_IF_ERROR(checks.numerics(entry, op, id, scratch.data()));
+    }
+  }
+  KILN_RETURN_IF_ERROR(executor_->synchronize());
+  return ran();
+}
+
+Result CudaDevice::ran() {
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (uint32_t id = 0; id < buffers.size(); ++id) {
+    plan::BufferKind kind = buffers[id].kind;
+    if (!runtime::isPersistent(kind) || kind == plan::BufferKind::Constant ||
+        kind == plan::BufferKind::Input)
+      continue;
+    deviceNewer_[id] = true;
+    // A handed-out buffer's host copy is refreshed at once.
+    if (handedOut_[id])
+      KILN_RETURN_IF_ERROR(syncToHost(id));
+  }
+  return Result::ok();
+}

@@ -1,0 +1,101 @@
+//===- Device.h - What a session runs its entries on ------------*- C++ -*-===//
+//
+// Part of Kiln's runtime: plain C++17, no LLVM/MLIR.
+//
+// A Session (Session.h) is the same on every device: it owns the host copy
+// of each persistent buffer (parameters, optimizer state, gradients,
+// inputs, outputs, constants, RNG and status words) and everything done by
+// name: binding, steps, checkpoints, initialization, diagnostics. A Device
+// owns where the entries run: the transients' arena, the prepared ops and
+// their kernels, and on a GPU the device's copy of every buffer, kept in
+// step with the session's host copies through the calls below.
+//
+//   cpu            CpuDevice (devices/cpu/CpuDevice.h): the ops run in
+//   cuda-emulator  the session's host memory, over a thread pool.
+//   cuda           CudaDevice (devices/cuda/CudaDevice.h): device memory,
+//                  the driver API, cuBLASLt, CUDA Graphs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_DEVICE_H
+#define KILN_RUNTIME_DEVICE_H
+
+#include "Artifact.h"
+#include "Result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+
+/// What kiln_session_gemm_info reports.
+struct GemmInfo {
+  std::string library, version, isa, others, warning;
+};
+
+/// The buffers an op's results may be checked in.
+struct OpBuffers {
+  /// Floating-point buffers it may write (check-numerics).
+  std::vector<uint32_t> checked;
+  /// Status buffers (kiln.status) a kernel may set.
+  std::vector<uint32_t> status;
+};
+/// The buffers of `op` of `artifact`'s plan.
+OpBuffers listOpBuffers(const Artifact &artifact, const plan::Op &op);
+
+/// Per-op calls and time of one entry, filled while profiling.
+struct EntryProfile {
+  std::vector<uint64_t> calls, nanoseconds;
+};
+
+/// The checks a session makes on an op's results, given their bytes; the
+/// device calls them where those bytes can be read.
+class OpChecks {
+public:
+  virtual ~OpChecks();
+  /// Status words buffer `id` holds after op `op` of entry `entry`.
+  virtual Result status(size_t entry, size_t op, uint32_t id,
+                        const void *bytes) const = 0;
+  /// check-numerics: a buffer op `op` may have written.
+  virtual Result numerics(size_t entry, size_t op, uint32_t id,
+                          const void *bytes) const = 0;
+};
+
+struct RunOptions {
+  /// Check every floating-point buffer after each op that writes it.
+  bool checkNumerics = false;
+  /// Time each op into this profile (null: not profiling).
+  EntryProfile *profile = nullptr;
+};
+
+class Device {
+public:
+  virtual ~Device();
+  virtual const GemmInfo &getGemmInfo() const = 0;
+  /// Host threads the ops run on (1 where a GPU runs them).
+  virtual int getNumThreads() const = 0;
+  /// Runs entry `entry` (the plan's order). Where the device runs
+  /// asynchronously the run may still be in flight when it returns; the
+  /// host copies and any failure are the device's after finish().
+  virtual Result run(size_t entry, const RunOptions &options,
+                     const OpChecks &checks) = 0;
+  /// Waits for the runs in flight, checks their status words and reports
+  /// the first failure.
+  virtual Result finish() = 0;
+  /// The session wrote the host copy of persistent buffer `id`. An input
+  /// just bound may be uploaded while a run is in flight; anything else is
+  /// written only after finish().
+  virtual Result hostWrote(uint32_t id) = 0;
+  /// Brings the host copy of persistent buffer `id` up to date.
+  virtual Result syncToHost(uint32_t id) = 0;
+  /// A caller holds buffer `id`'s host pointer (kiln_session_buffer_data)
+  /// from now on and may read or write it between any two runs.
+  virtual Result handOut(uint32_t id) = 0;
+};
+
+} // namespace runtime
+} // namespace kiln
+
+#endif // KILN_RUNTIME_DEVICE_H
