@@ -206,9 +206,9 @@ static int fail(Error error) {
 }
 
 /// Checkpoint metadata: where the data stream stands, as JSON.
-static std::string checkpointMetadata(const data::Dataset &dataset,
+static std::string checkpointMetadata(const data::DataPosition &position,
                                       uint64_t batchSeed) {
-  json::Object object{{"data_position", dataset.position().toString()},
+  json::Object object{{"data_position", position.toString()},
                       {"batch_seed", int64_t(batchSeed)}};
   return formatv("{0}", json::Value(std::move(object))).str();
 }
@@ -451,8 +451,24 @@ int kiln::cli::runTrain() {
     return writeMetrics(std::move(object));
   };
 
+  // The next batch is fetched and bound while the device runs a step,
+  // where the next thing run is a train step: not before an evaluation
+  // (which binds its own batches) nor after the last step. A checkpoint
+  // then resumes at the batch bound and not yet run.
+  bool prefetched = false;
+  data::DataPosition prefetchedAt;
+  auto prefetch = [&]() -> Error {
+    prefetchedAt = (*trainSet)->position();
+    data::Batch batch;
+    if (Status status = (*trainSet)->next(batch); !status)
+      return createStringError(status.message());
+    prefetched = true;
+    return session.bind(batch);
+  };
   auto saveCheckpoint = [&]() -> Error {
-    return session.save(saveFile, checkpointMetadata(**trainSet, dataSeed));
+    data::DataPosition resumeAt =
+        prefetched ? prefetchedAt : (*trainSet)->position();
+    return session.save(saveFile, checkpointMetadata(resumeAt, dataSeed));
   };
 
   double lastLoss = NAN;
@@ -463,14 +479,24 @@ int kiln::cli::runTrain() {
     std::optional<double> loss;
     int64_t microBatches = accumulating ? artifact->accumulate : 1;
     double lossSum = 0;
+    bool evaluatesAfter = evalSet && (step % every == 0 || step == lastStep);
     for (int64_t micro = 0; micro < microBatches; ++micro) {
-      data::Batch batch;
-      if (Status status = (*trainSet)->next(batch); !status)
-        return fail(status.message());
-      if (Error error = session.bind(batch))
+      if (!prefetched) {
+        data::Batch batch;
+        if (Status status = (*trainSet)->next(batch); !status)
+          return fail(status.message());
+        if (Error error = session.bind(batch))
+          return fail(std::move(error));
+      }
+      prefetched = false;
+      const char *entry = accumulating ? "accumulate_step" : "train_step";
+      if (Error error = session.run(entry))
         return fail(std::move(error));
-      if (Error error =
-              session.run(accumulating ? "accumulate_step" : "train_step"))
+      bool lastMicro = micro + 1 == microBatches;
+      if (!lastMicro || (step < lastStep && !evaluatesAfter))
+        if (Error error = prefetch())
+          return fail(std::move(error));
+      if (Error error = session.finish(entry))
         return fail(std::move(error));
       loss = session.readScalar("loss");
       lossSum += loss.value_or(NAN);

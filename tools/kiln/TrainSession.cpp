@@ -211,6 +211,12 @@ Error TrainSession::run(const char *entry) {
   return Error::success();
 }
 
+Error TrainSession::finish(const char *entry) {
+  if (kiln_session_synchronize(session) != KILN_OK)
+    return lastError(formatv("{0} failed", entry).str());
+  return Error::success();
+}
+
 std::optional<double> TrainSession::readScalar(const char *name) {
   auto it = outputs.find(name);
   if (it == outputs.end() || !it->second.second.empty())

@@ -67,7 +67,10 @@ public:
   /// Binds one batch to the plan's inputs of the same names.
   llvm::Error bind(const data::Batch &batch);
   /// Runs an entry point.
+  /// Queues `entry` (on cuda it may still run when this returns).
   llvm::Error run(const char *entry);
+  /// Waits for the runs in flight; their failure, as `entry`'s.
+  llvm::Error finish(const char *entry);
   /// Reads a scalar f32/f64 output, or nullopt if the entry has none of that
   /// name.
   std::optional<double> readScalar(const char *name);
