@@ -113,7 +113,9 @@ TEST(FakeCublasLt, FollowsCublasLtsColumnMajorDefinitions) {
   api.layoutCreate(&bLayout, lt::kR32F, 3, 2, 3);
   api.layoutCreate(&dLayout, lt::kR32F, 2, 2, 2);
   float alpha = 1, beta = 0;
+  // The fake heuristic's first algorithm (a zeroed one is refused).
   lt::Algo algo{};
+  algo.data[0] = 1;
   ASSERT_EQ(api.matmul(handle, desc, &alpha, a, aLayout, b, bLayout, &beta, d,
                        dLayout, d, dLayout, &algo, nullptr, 0, nullptr),
             lt::kSuccess);
@@ -206,7 +208,7 @@ void checkCase(const cuda::CublasLt &cublas, const Case &c) {
 
   // The cuda device's way.
   std::unique_ptr<cuda::LtGemm> gemm;
-  ASSERT_EQ(cublas.prepare(call, 1 << 20, gemm), "");
+  ASSERT_EQ(cublas.prepare(call, 1 << 20, 1, gemm), "");
   std::vector<Out> deviceC = c0, deviceBias = bias0, deviceAux = aux0;
   cuda::LtGemmPointers pointers;
   pointers.a = a.data();
@@ -320,7 +322,7 @@ TEST(CublasLt, RefusalsAndFailuresAreNamed) {
     std::unique_ptr<cuda::LtGemm> gemm;
     return cublas->prepare(
         *flatbuffers::GetRoot<plan::GemmCall>(built.fbb.GetBufferPointer()), 0,
-        gemm);
+        1, gemm);
   };
   EXPECT_EQ(prepare(plan::DType::F16, plan::DType::F32, 8,
                     plan::GemmEpilogue::None, false),

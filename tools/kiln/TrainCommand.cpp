@@ -122,6 +122,12 @@ static cl::opt<std::string>
 static cl::opt<int32_t> threads("threads",
                                 cl::desc("Worker threads (0: all cores)"),
                                 cl::init(0), TRAIN_OPTION);
+static cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("The same bytes from run to run: on cuda each GEMM takes "
+             "cuBLASLt's heuristic's first algorithm instead of the fastest "
+             "one timed at start (the cpu devices always are)"),
+    TRAIN_OPTION);
 static cl::opt<bool> checkNumerics(
     "check-numerics",
     cl::desc("Stop at the first NaN or infinity, naming the model line"),
@@ -312,8 +318,8 @@ int kiln::cli::runTrain() {
                              "schedule",
                              *artifact->stopAfter, artifact->steps));
 
-  Expected<std::unique_ptr<TrainSession>> opened =
-      TrainSession::open(std::move(artifact->opened), device, threads);
+  Expected<std::unique_ptr<TrainSession>> opened = TrainSession::open(
+      std::move(artifact->opened), device, threads, deterministic);
   if (!opened)
     return fail(opened.takeError());
   TrainSession &session = **opened;

@@ -83,7 +83,7 @@ Error TrainSession::lastError(StringRef what) const {
 
 Expected<std::unique_ptr<TrainSession>>
 TrainSession::open(ArtifactHandle artifact, const std::string &device,
-                   int32_t numThreads) {
+                   int32_t numThreads, bool deterministic) {
   std::unique_ptr<TrainSession> result(new TrainSession());
   result->artifact = artifact.release();
   size_t count = 0;
@@ -105,8 +105,13 @@ TrainSession::open(ArtifactHandle artifact, const std::string &device,
     kiln_artifact_entry_name(result->artifact, i, &name);
     result->entries.push_back(name);
   }
-  if (kiln_session_create(result->artifact, device.c_str(), numThreads,
-                          &result->session) != KILN_OK)
+  kiln_session_options options;
+  kiln_session_options_init(&options);
+  options.device = device.c_str();
+  options.num_threads = numThreads;
+  options.deterministic = deterministic;
+  if (kiln_session_create_with_options(result->artifact, &options,
+                                       &result->session) != KILN_OK)
     return result->lastError("cannot create a session");
   return std::move(result);
 }
@@ -406,6 +411,8 @@ void TrainSession::printProfile(raw_ostream &os, size_t limit) const {
     std::string name, where, entry;
     uint64_t calls = 0;
     double ms = 0;
+    /// A GEMM's library, problem and algorithm, for each distinct one.
+    std::vector<std::string> details;
   };
   std::vector<Row> rows;
   StringMap<size_t> index;
@@ -430,14 +437,22 @@ void TrainSession::printProfile(raw_ostream &os, size_t limit) const {
                       profile.entry});
     rows[it->second].calls += profile.calls;
     rows[it->second].ms += profile.total_ms;
+    const char *detail = nullptr;
+    if (StringRef(profile.call) == "gemm" &&
+        kiln_session_op_detail(session, i, &detail) == KILN_OK && *detail &&
+        !llvm::is_contained(rows[it->second].details, detail))
+      rows[it->second].details.push_back(detail);
     total += profile.total_ms;
   }
   llvm::sort(rows, [](const Row &a, const Row &b) { return a.ms > b.ms; });
   os << formatv("profile: {0:f1} ms in ops, most expensive first\n", total);
   os << formatv("  {0,8} {1,6} {2,8}  {3,-40} {4}\n", "ms", "%", "calls", "op",
                 "model line");
-  for (size_t i = 0; i < rows.size() && i < limit; ++i)
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
     os << formatv("  {0,8:f1} {1,6:f1} {2,8}  {3,-40} {4}  ({5})\n", rows[i].ms,
                   100 * rows[i].ms / std::max(total, 1e-9), rows[i].calls,
                   rows[i].name, rows[i].where, rows[i].entry);
+    for (const std::string &detail : rows[i].details)
+      os << "                              " << detail << "\n";
+  }
 }

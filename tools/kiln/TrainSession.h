@@ -55,7 +55,8 @@ public:
 
   /// Takes the open `artifact` and creates a session on `device`.
   static llvm::Expected<std::unique_ptr<TrainSession>>
-  open(ArtifactHandle artifact, const std::string &device, int32_t numThreads);
+  open(ArtifactHandle artifact, const std::string &device, int32_t numThreads,
+       bool deterministic = false);
 
   /// Opens a dataset for the inputs of `entry`: shuffled with `seed` for
   /// training, sequential for evaluation (`evalBatches` windows of a token

@@ -248,6 +248,12 @@ typedef struct kiln_session_options {
    * 1 until the data-parallel runtime exists; other values are refused. */
   int32_t rank;
   int32_t world_size;
+  /** Non-zero: the same bytes from run to run of the process on the same
+   * GPU and libraries. On "cuda" each GEMM then runs cuBLASLt's heuristic's
+   * first algorithm; by default (0) the fastest of its candidates, timed
+   * when the session is created. The cpu devices are deterministic
+   * either way (their results depend on neither threads nor timing). */
+  int32_t deterministic;
 } kiln_session_options;
 
 /** Sets every field of `options` to its default. */
@@ -299,6 +305,13 @@ KILN_API kiln_status kiln_session_run(kiln_session *session, const char *entry);
 /** Waits for the runs in flight on the device and reports their failure
  * (KILN_OK at once on the cpu devices). */
 KILN_API kiln_status kiln_session_synchronize(kiln_session *session);
+/** What op `index` (kiln_session_profile_op's numbering) is on the
+ * session's device: a kernel's launch (on cuda its grid, block and shared
+ * bytes), a GEMM's library and problem and, on cuda, the cuBLASLt
+ * algorithm chosen for it ("algorithm 2 of 8 (timed: ...)"). The string
+ * lives as long as the session. */
+KILN_API kiln_status kiln_session_op_detail(kiln_session *session, size_t index,
+                                            const char **detail);
 /** Copies output `name` (after a run) into `data`; `dtype` must be the
  * output's and `size_bytes` its size. */
 KILN_API kiln_status kiln_session_read_output(kiln_session *session,

@@ -225,8 +225,11 @@ kiln_status kiln_session_create(kiln_artifact *artifact, const char *device,
     KILN_REQUIRE(session);
     *session = nullptr;
     auto handle = std::make_unique<kiln_session>();
-    KILN_RETURN_IF_ERROR(Session::create(artifact->artifact, device,
-                                         num_threads, handle->session));
+    Session::Options options;
+    options.device = device;
+    options.numThreads = num_threads;
+    KILN_RETURN_IF_ERROR(
+        Session::create(artifact->artifact, options, handle->session));
     *session = handle.release();
     return Result::ok();
   });
@@ -274,9 +277,13 @@ kiln_session_create_with_options(kiln_artifact *artifact,
           "device index " + std::to_string(given.device_index) +
           " for device '" + device + "' (only \"cuda\" has more than index 0)");
     auto handle = std::make_unique<kiln_session>();
-    KILN_RETURN_IF_ERROR(Session::create(artifact->artifact, device,
-                                         given.num_threads, handle->session,
-                                         given.device_index));
+    Session::Options created;
+    created.device = device;
+    created.numThreads = given.num_threads;
+    created.deviceIndex = given.device_index;
+    created.deterministic = given.deterministic != 0;
+    KILN_RETURN_IF_ERROR(
+        Session::create(artifact->artifact, created, handle->session));
     *session = handle.release();
     return Result::ok();
   });
@@ -341,6 +348,15 @@ kiln_status kiln_session_synchronize(kiln_session *session) {
   return guarded("kiln_session_synchronize", session, [&] {
     KILN_REQUIRE(session);
     return session->session->synchronize();
+  });
+}
+
+kiln_status kiln_session_op_detail(kiln_session *session, size_t index,
+                                   const char **detail) {
+  return guarded("kiln_session_op_detail", session, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(detail);
+    return session->session->getOpDetail(index, *detail);
   });
 }
 

@@ -93,6 +93,9 @@ public:
   /// A caller holds buffer `id`'s host pointer (kiln_session_buffer_data)
   /// from now on and may read or write it between any two runs.
   virtual Result handOut(uint32_t id) = 0;
+  /// What op `op` of entry `entry` is on this device: a kernel's launch, a
+  /// GEMM's library and (on cuda) the algorithm chosen for it.
+  virtual std::string describeOp(size_t entry, size_t op) const = 0;
 };
 
 } // namespace runtime

@@ -194,3 +194,21 @@ Result Session::getProfile(size_t index, kiln_op_profile &profile) const {
   return invalidArgument("profile index out of range (" +
                          std::to_string(getProfileCount()) + " ops)");
 }
+
+Result Session::getOpDetail(size_t index, const char *&detail) {
+  if (details_.empty())
+    details_.resize(getProfileCount());
+  if (index >= details_.size())
+    return invalidArgument("op index " + std::to_string(index) +
+                           " out of range (" + std::to_string(details_.size()) +
+                           " ops)");
+  std::string &text = details_[index];
+  if (text.empty()) {
+    size_t op = index, entry = 0;
+    while (op >= profiles_[entry].calls.size())
+      op -= profiles_[entry++].calls.size();
+    text = device_->describeOp(entry, op);
+  }
+  detail = text.c_str();
+  return Result::ok();
+}

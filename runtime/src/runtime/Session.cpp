@@ -50,8 +50,10 @@ Result Session::checkDevice(const std::string &device) {
 }
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,
-                       const std::string &device, int numThreads,
-                       std::unique_ptr<Session> &session, int deviceIndex) {
+                       const Options &options,
+                       std::unique_ptr<Session> &session) {
+  const std::string &device = options.device;
+  int numThreads = options.numThreads;
   // The GPU emulator runs a cuda plan on the host: its kernels from
   // kernels.emu.so, its GEMMs through the reference GEMM.
   bool emulator = device == "cuda-emulator";
@@ -79,7 +81,8 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   if (gpu) {
 #ifdef KILN_HAVE_CUDA_DEVICE
     KILN_RETURN_IF_ERROR(cuda::CudaDevice::create(
-        artifact, deviceIndex, created->pointers_, created->device_));
+        artifact, options.deviceIndex, options.deterministic,
+        created->pointers_, created->device_));
 #else
     return checkCudaDevice();
 #endif

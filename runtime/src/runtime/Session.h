@@ -32,11 +32,18 @@ public:
   ~Session();
   /// kiln_device_check: whether sessions can run on `device` here.
   static Result checkDevice(const std::string &device);
-  /// Creates a session of `artifact` on `device` with `numThreads` threads
-  /// (0: ThreadPool::defaultSize()).
+  struct Options {
+    std::string device = "cpu";
+    /// Host threads (0: ThreadPool::defaultSize()); 0 on cuda.
+    int numThreads = 0;
+    int deviceIndex = 0;
+    /// cuda: every GEMM on the heuristic's first algorithm, none timed.
+    bool deterministic = false;
+  };
+  /// Creates a session of `artifact` as `options` say.
   static Result create(std::shared_ptr<const Artifact> artifact,
-                       const std::string &device, int numThreads,
-                       std::unique_ptr<Session> &session, int deviceIndex = 0);
+                       const Options &options,
+                       std::unique_ptr<Session> &session);
 
   const Artifact &getArtifact() const { return *artifact_; }
   int getNumThreads() const { return device_->getNumThreads(); }
@@ -72,6 +79,8 @@ public:
   void setProfiling(bool enabled);
   size_t getProfileCount() const;
   Result getProfile(size_t index, kiln_op_profile &profile) const;
+  /// kiln_session_op_detail: what op `index` is on the device.
+  Result getOpDetail(size_t index, const char *&detail);
 
   /// The last error on this session, for kiln_session_last_error.
   std::string lastError;
@@ -114,6 +123,8 @@ private:
   /// Each entry's name and per-op profile.
   std::vector<std::string> entryNames_;
   std::vector<EntryProfile> profiles_;
+  /// Each op's description by the device, made when first asked for.
+  std::vector<std::string> details_;
   /// Inputs bound at least once.
   std::vector<bool> bound_;
   uint64_t step_ = 0;

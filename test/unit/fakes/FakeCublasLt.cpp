@@ -19,11 +19,13 @@
 #include "GemmEpilogue.h"
 #include "devices/cpu/GemmLibrary.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
+#include <thread>
 
 using namespace kiln;
 
@@ -304,8 +306,10 @@ FAKE_API Status cublasLtMatmulPreferenceSetAttribute(Preference *preference,
   return read(value, bytes, preference->workspace) ? kSuccess : kInvalidValue;
 }
 
-/// The heuristic's results: one algorithm (needing no workspace) for every
-/// problem the fake can compute.
+/// The heuristic's results: three algorithms (ids 1, 2, 3, needing no
+/// workspace, computing the same bytes) for every problem the fake can
+/// compute. KILN_FAKE_CUBLASLT_SLOW=ID makes algorithm ID take 5 ms more
+/// per matmul, for the runtime's timed choice to avoid.
 struct HeuristicResult {
   uint64_t algo[8];
   size_t workspaceSize;
@@ -327,11 +331,13 @@ FAKE_API Status cublasLtMatmulAlgoGetHeuristic(
     return status;
   if (requested < 1)
     return kInvalidValue;
-  std::memset(results, 0, sizeof *results);
-  results->algo[0] = 0x4b696c6e; // any value: the fake has one algorithm
-  results->state = kSuccess;
-  results->wavesCount = 1;
-  *returned = 1;
+  *returned = requested < 3 ? requested : 3;
+  for (int i = 0; i < *returned; ++i) {
+    std::memset(&results[i], 0, sizeof results[i]);
+    results[i].algo[0] = static_cast<uint64_t>(i + 1);
+    results[i].state = kSuccess;
+    results[i].wavesCount = 1;
+  }
   return kSuccess;
 }
 
@@ -345,10 +351,14 @@ struct MatmulWork {
   double alpha = 0, beta = 0;
   const void *aData = nullptr, *bData = nullptr;
   void *dData = nullptr;
+  uint64_t algo = 0;
 };
 
 static void computeMatmul(const void *payload) {
   const MatmulWork &work = *static_cast<const MatmulWork *>(payload);
+  if (const char *slow = std::getenv("KILN_FAKE_CUBLASLT_SLOW"))
+    if (static_cast<uint64_t>(std::atoi(slow)) == work.algo)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const Problem &problem = work.problem;
   std::string error;
   std::shared_ptr<const cpu::GemmLibrary> reference =
@@ -436,6 +446,9 @@ FAKE_API Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
   work.aData = aData;
   work.bData = bData;
   work.dData = dData;
+  work.algo = algo[0];
+  if (work.algo < 1 || work.algo > 3)
+    return kInvalidValue;
   if (!stream) {
     computeMatmul(&work);
     return kSuccess;

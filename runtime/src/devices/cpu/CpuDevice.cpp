@@ -341,3 +341,24 @@ Result CpuDevice::run(size_t index, const runtime::RunOptions &options,
   }
   return Result::ok();
 }
+
+std::string CpuDevice::describeOp(size_t entry, size_t index) const {
+  const PreparedOp &op = entries_[entry][index];
+  switch (op.kind) {
+  case plan::Call::KernelCall:
+    return op.op->call_as_KernelCall()->symbol()->str() + ": " +
+           std::to_string(op.range) + " iterations in chunks of at least " +
+           std::to_string(op.grain);
+  case plan::Call::GemmCall: {
+    const plan::GemmCall &call = *op.gemm;
+    return std::string(op.gemmLibrary->name()) + " " +
+           gemmTypesName(op.gemmTypes) + " m=" + std::to_string(call.m()) +
+           " n=" + std::to_string(call.n()) + " k=" + std::to_string(call.k()) +
+           (call.batch() > 1 ? " batch=" + std::to_string(call.batch()) : "") +
+           " in tiles of " + std::to_string(op.tileRows) + " x " +
+           std::to_string(op.tileColumns);
+  }
+  default:
+    return "";
+  }
+}

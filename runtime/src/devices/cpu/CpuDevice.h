@@ -76,6 +76,7 @@ public:
   Result hostWrote(uint32_t) override { return Result::ok(); }
   Result syncToHost(uint32_t) override { return Result::ok(); }
   Result handOut(uint32_t) override { return Result::ok(); }
+  std::string describeOp(size_t entry, size_t op) const override;
 
 private:
   CpuDevice() = default;

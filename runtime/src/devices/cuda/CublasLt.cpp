@@ -6,6 +6,8 @@
 
 #include "CublasLt.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <dlfcn.h>
 #include <type_traits>
@@ -125,6 +127,7 @@ int getEpilogue(plan::GemmEpilogue epilogue, bool aux) {
 } // namespace
 
 std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
+                              int candidates,
                               std::unique_ptr<LtGemm> &gemm) const {
   int abType = getDataType(call.ab_dtype()), cType = getDataType(call.dtype());
   bool f64 = call.dtype() == plan::DType::F64;
@@ -207,12 +210,14 @@ std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
          api_.preferenceSetAttribute(preference,
                                      lt::kPreferenceMaxWorkspaceBytes,
                                      &workspace, sizeof workspace));
-  lt::HeuristicResult result{};
+  std::vector<lt::HeuristicResult> results(
+      static_cast<size_t>(std::max(candidates, 1)));
   int returned = 0;
   if (error.empty())
     step("cublasLtMatmulAlgoGetHeuristic",
          api_.heuristic(handle_, made->desc_, made->a_, made->b_, made->d_,
-                        made->d_, preference, 1, &result, &returned));
+                        made->d_, preference, static_cast<int>(results.size()),
+                        results.data(), &returned));
   if (preference)
     api_.preferenceDestroy(preference);
   made->description_ =
@@ -220,14 +225,19 @@ std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
       " k=" + std::to_string(k) + (tb ? " A^T" : " A") + (ta ? " B^T" : " B") +
       (call.batch() > 1 ? " batch=" + std::to_string(call.batch()) : "") +
       " epilogue " + plan::EnumNameGemmEpilogue(call.epilogue());
-  if (error.empty() && (returned < 1 || result.state != lt::kSuccess))
-    error = "cublasLtMatmulAlgoGetHeuristic: no algorithm for " +
-            made->description_ +
-            (returned < 1 ? "" : ": " + describeError("state", result.state));
+  for (int i = 0; error.empty() && i < returned; ++i)
+    if (results[i].state == lt::kSuccess &&
+        results[i].workspaceSize <= workspaceBytes)
+      made->candidates_.push_back(results[i]);
+  if (error.empty() && made->candidates_.empty())
+    error =
+        "cublasLtMatmulAlgoGetHeuristic: no algorithm for " +
+        made->description_ +
+        (returned < 1 ? "" : ": " + describeError("state", results[0].state));
   if (!error.empty())
     return error + " (" + made->description_ + ")";
-  made->algo_ = result.algo;
-  made->workspaceBytes_ = result.workspaceSize;
+  made->choice_ = "algorithm 1 of " + std::to_string(made->candidates_.size()) +
+                  " (the heuristic's first)";
   gemm = std::move(made);
   return "";
 }
@@ -254,10 +264,11 @@ std::string CublasLt::run(const LtGemm &gemm, const LtGemmPointers &pointers,
   const void *beta = f64 ? static_cast<const void *>(&gemm.beta_)
                          : static_cast<const void *>(&beta32);
   // The swapped operands: the plan's B is cuBLASLt's A.
-  lt::Status status = api_.matmul(
-      handle_, gemm.desc_, alpha, pointers.b, gemm.a_, pointers.a, gemm.b_,
-      beta, pointers.c, gemm.d_, pointers.c, gemm.d_, &gemm.algo_, workspace,
-      gemm.workspaceBytes_, static_cast<lt::Stream>(stream));
+  lt::Status status =
+      api_.matmul(handle_, gemm.desc_, alpha, pointers.b, gemm.a_, pointers.a,
+                  gemm.b_, beta, pointers.c, gemm.d_, pointers.c, gemm.d_,
+                  &gemm.candidates_[gemm.chosen_].algo, workspace,
+                  gemm.getWorkspaceBytes(), static_cast<lt::Stream>(stream));
   if (status != lt::kSuccess)
     return describeError("cublasLtMatmul", status) + " (" + gemm.description_ +
            ")";

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln {
 namespace cuda {
@@ -105,7 +106,17 @@ public:
   /// What cuBLASLt was given, for messages and the profile:
   /// "m=256 n=2048 k=128 A^T B epilogue BIAS (bias length 256)".
   const std::string &describe() const { return description_; }
-  size_t getWorkspaceBytes() const { return workspaceBytes_; }
+  size_t getWorkspaceBytes() const {
+    return candidates_[chosen_].workspaceSize;
+  }
+  /// The algorithms the heuristic offered, best first; the one run.
+  size_t getCandidateCount() const { return candidates_.size(); }
+  size_t getChosen() const { return chosen_; }
+  void choose(size_t candidate) { chosen_ = candidate; }
+  /// "algorithm 2 of 8 (timed: 0.041 ms, the heuristic's first 0.057 ms)"
+  /// or "algorithm 1 of 1 (the heuristic's first)".
+  const std::string &describeChoice() const { return choice_; }
+  void setChoiceText(std::string text) { choice_ = std::move(text); }
 
 private:
   friend class CublasLt;
@@ -113,8 +124,9 @@ private:
   const CublasLtApi &api_;
   lt::MatmulDesc desc_ = nullptr;
   lt::Layout a_ = nullptr, b_ = nullptr, d_ = nullptr;
-  lt::Algo algo_{};
-  size_t workspaceBytes_ = 0;
+  std::vector<lt::HeuristicResult> candidates_;
+  size_t chosen_ = 0;
+  std::string choice_;
   int scaleType_ = lt::kR32F;
   double alpha_ = 1, beta_ = 0;
   plan::GemmEpilogue epilogue_ = plan::GemmEpilogue::None;
@@ -139,11 +151,12 @@ public:
   CublasLt &operator=(const CublasLt &) = delete;
   const std::string &getPath() const { return path_; }
 
-  /// Describes `call` (its types, layouts, batch and epilogue) and picks
-  /// the heuristic's first algorithm within `workspaceBytes`; "" or why
-  /// cuBLASLt cannot compute it.
+  /// Describes `call` (its types, layouts, batch and epilogue) and asks
+  /// the heuristic for up to `candidates` algorithms within
+  /// `workspaceBytes`, choosing its first; "" or why cuBLASLt cannot
+  /// compute it.
   std::string prepare(const plan::GemmCall &call, size_t workspaceBytes,
-                      std::unique_ptr<LtGemm> &gemm) const;
+                      int candidates, std::unique_ptr<LtGemm> &gemm) const;
   /// Queues `gemm` on `pointers` with `workspace` (at least
   /// gemm.getWorkspaceBytes()) on `stream` (a CUstream; null: the legacy
   /// default stream).

@@ -18,10 +18,12 @@ using runtime::BufferInfo;
 CudaDevice::~CudaDevice() = default;
 
 Result CudaDevice::create(std::shared_ptr<const Artifact> artifact, int ordinal,
+                          bool deterministic,
                           const std::vector<void *> &hostBuffers,
                           std::unique_ptr<runtime::Device> &device) {
   std::unique_ptr<CudaDevice> made(new CudaDevice());
-  KILN_RETURN_IF_ERROR(Executor::create(artifact, ordinal, made->executor_));
+  KILN_RETURN_IF_ERROR(
+      Executor::create(artifact, ordinal, deterministic, made->executor_));
   made->artifact_ = std::move(artifact);
   made->host_ = hostBuffers;
   size_t count = made->artifact_->getBuffers().size();
@@ -67,6 +69,10 @@ Result CudaDevice::syncToHost(uint32_t id) {
   KILN_RETURN_IF_ERROR(executor_->copyOut(id, host_[id]));
   deviceNewer_[id] = false;
   return Result::ok();
+}
+
+std::string CudaDevice::describeOp(size_t entry, size_t op) const {
+  return executor_->describeDeviceOp(entry, op);
 }
 
 Result CudaDevice::handOut(uint32_t id) {

@@ -37,7 +37,10 @@ class CudaDevice : public runtime::Device {
 public:
   /// A device for `artifact` on GPU `ordinal` whose persistent buffers'
   /// host copies are `hostBuffers` (indexed by buffer id).
+  /// `deterministic`: each GEMM runs the heuristic's first algorithm, not
+  /// the fastest of its candidates timed at creation.
   static Result create(std::shared_ptr<const Artifact> artifact, int ordinal,
+                       bool deterministic,
                        const std::vector<void *> &hostBuffers,
                        std::unique_ptr<runtime::Device> &device);
   ~CudaDevice() override;
@@ -50,6 +53,7 @@ public:
   Result hostWrote(uint32_t id) override;
   Result syncToHost(uint32_t id) override;
   Result handOut(uint32_t id) override;
+  std::string describeOp(size_t entry, size_t op) const override;
 
 private:
   CudaDevice() = default;

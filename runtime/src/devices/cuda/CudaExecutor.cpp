@@ -6,6 +6,8 @@
 
 #include "CudaExecutor.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -15,6 +17,9 @@ using namespace kiln::runtime;
 
 /// The cuBLASLt workspace every GEMM may use (what the heuristic is told).
 static constexpr size_t kWorkspaceBytes = 32 << 20;
+/// The heuristic's candidates a GEMM is timed over, and the runs timed.
+static constexpr int kGemmCandidates = 8;
+static constexpr int kTimedRuns = 3;
 
 struct Executor::Op {
   plan::Call kind = plan::Call::NONE;
@@ -88,9 +93,11 @@ Executor::~Executor() {
 }
 
 Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
+                        bool deterministic,
                         std::unique_ptr<Executor> &executor) {
   std::unique_ptr<Executor> made(new Executor());
   made->artifact_ = artifact;
+  made->deterministic_ = deterministic;
   std::string error;
   made->driver_ = Driver::load(error);
   if (!made->driver_)
@@ -173,6 +180,8 @@ Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
       made->entries_.push_back(std::move(ops));
     }
   made->graphs_.resize(made->entries_.size());
+  if (!deterministic)
+    KILN_RETURN_IF_ERROR(made->tuneGemms());
   executor = std::move(made);
   return Result::ok();
 }
@@ -203,8 +212,9 @@ Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
   }
   case plan::Call::GemmCall: {
     const plan::GemmCall &call = *op.call_as_GemmCall();
-    if (std::string failed =
-            cublas_->prepare(call, workspaceBytes_, prepared.gemm);
+    if (std::string failed = cublas_->prepare(
+            call, workspaceBytes_, deterministic_ ? 1 : kGemmCandidates,
+            prepared.gemm);
         !failed.empty())
       return Result::error(KILN_ERROR_UNSUPPORTED, failed);
     prepared.pointers.a = reinterpret_cast<const void *>(pointer(call.a()));
@@ -378,6 +388,87 @@ Result Executor::capture(size_t entry, EntryGraph &entryGraph) {
   if (!failed.empty())
     return deviceError(failed + " capturing entry '" + name + "'");
   return Result::ok();
+}
+
+Result Executor::tuneGemms() {
+  // Timed on zeroes, not on whatever the allocations held (a NaN or a
+  // denormal can change a GEMM's speed). The session copies every buffer's
+  // bytes in before the first run.
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  for (uint32_t id = 0; id < buffers.size(); ++id)
+    if (buffers[id].kind != plan::BufferKind::Transient)
+      if (std::string failed = context_->zero(
+              pointer(id), static_cast<size_t>(buffers[id].sizeBytes));
+          !failed.empty())
+        return deviceError(failed);
+  if (std::string failed = context_->zero(
+          arena_, static_cast<size_t>(artifact_->getPlan().arena_bytes()));
+      !failed.empty())
+    return deviceError(failed);
+  // Each distinct problem is timed once, on the first op that has it.
+  struct Tuned {
+    std::string problem;
+    size_t chosen;
+    std::string text;
+  };
+  std::vector<Tuned> tuned;
+  for (size_t entry = 0; entry < entries_.size(); ++entry)
+    for (size_t index = 0; index < entries_[entry].size(); ++index) {
+      Op &op = entries_[entry][index];
+      if (op.kind != plan::Call::GemmCall)
+        continue;
+      LtGemm &gemm = *op.gemm;
+      auto known =
+          std::find_if(tuned.begin(), tuned.end(), [&](const Tuned &t) {
+            return t.problem == gemm.describe();
+          });
+      if (known != tuned.end()) {
+        gemm.choose(known->chosen);
+        gemm.setChoiceText(known->text);
+        continue;
+      }
+      size_t count = gemm.getCandidateCount();
+      std::vector<double> times(count);
+      for (size_t candidate = 0; candidate < count; ++candidate) {
+        gemm.choose(candidate);
+        // One run first, untimed (the library loads its kernel), then the
+        // median of the timed runs.
+        KILN_RETURN_IF_ERROR(runOp(entry, index));
+        std::vector<double> runs(kTimedRuns);
+        for (double &milliseconds : runs)
+          KILN_RETURN_IF_ERROR(timeOp(entry, index, milliseconds));
+        std::sort(runs.begin(), runs.end());
+        times[candidate] = runs[kTimedRuns / 2];
+      }
+      size_t best = static_cast<size_t>(
+          std::min_element(times.begin(), times.end()) - times.begin());
+      gemm.choose(best);
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "algorithm %zu of %zu (timed: %.4f ms; the heuristic's "
+                    "first %.4f ms)",
+                    best + 1, count, times[best], times[0]);
+      gemm.setChoiceText(text);
+      tuned.push_back({gemm.describe(), best, text});
+    }
+  KILN_RETURN_IF_ERROR(synchronize());
+  return Result::ok();
+}
+
+std::string Executor::describeDeviceOp(size_t entry, size_t index) const {
+  const Op &op = entries_[entry][index];
+  switch (op.kind) {
+  case plan::Call::KernelCall:
+    return op.name + ": " + std::to_string(op.grid) + " blocks of " +
+           std::to_string(op.block) + " threads" +
+           (op.sharedBytes ? ", " + std::to_string(op.sharedBytes) +
+                                 " bytes of dynamic shared memory"
+                           : std::string());
+  case plan::Call::GemmCall:
+    return op.gemm->describe() + ", " + op.gemm->describeChoice();
+  default:
+    return "";
+  }
 }
 
 size_t Executor::getGraphCount() const {

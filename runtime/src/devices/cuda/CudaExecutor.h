@@ -44,9 +44,11 @@ using runtime::Result;
 class Executor {
 public:
   /// The driver, GPU `ordinal`, the module, cuBLASLt and the device memory
-  /// of `artifact` (a cuda plan), every op of every entry readied.
+  /// of `artifact` (a cuda plan), every op of every entry readied. Each
+  /// distinct GEMM runs the fastest of the heuristic's candidates, timed
+  /// here, or with `deterministic` the heuristic's first.
   static Result create(std::shared_ptr<const Artifact> artifact, int ordinal,
-                       std::unique_ptr<Executor> &executor);
+                       bool deterministic, std::unique_ptr<Executor> &executor);
   ~Executor();
 
   /// "Kiln Fake GPU, sm_90, CUDA 13.0, its cubin".
@@ -73,6 +75,9 @@ public:
   Result synchronize() const;
   /// How many entries are replayed from a graph.
   size_t getGraphCount() const;
+  /// What op `index` of entry `entry` runs on the GPU: a kernel's grid and
+  /// block, a GEMM's cuBLASLt problem and algorithm.
+  std::string describeDeviceOp(size_t entry, size_t index) const;
 
 private:
   Executor() = default;
@@ -82,6 +87,9 @@ private:
   Result prepareOp(const plan::Op &op, Op &prepared);
   Result prepareStaging();
   Result capture(size_t entry, EntryGraph &graph);
+  /// Times each distinct GEMM's candidates on its own buffers (zeroed
+  /// first) and keeps the fastest.
+  Result tuneGemms();
   /// "model.kiln:3:5: op 'matmul' (entry 'train_step' op 4)".
   std::string describeOp(size_t entry, size_t index) const;
   CUdeviceptr pointer(uint32_t id) const { return pointers_[id]; }
@@ -101,6 +109,7 @@ private:
   /// Per buffer id; only the inputs' are set up.
   std::vector<Staging> staging_;
   CUevent start_ = nullptr, end_ = nullptr;
+  bool deterministic_ = false;
   std::string description_;
 };
 
