@@ -9,6 +9,10 @@
 # BUNDLE/artifacts  examples/mlp.kiln and examples/gpt.kiln for sm_90
 # BUNDLE/expected   each artifact's STEPS (default 20) train steps run here
 #                   by the GPU emulator: losses and a hash of the parameters
+# BUNDLE/models     the models of stages 3 and 4 (examples/gpt.kiln, and
+#                   bench/models/gpt2-small.kiln at batch KILN_GPT2_BATCH,
+#                   default 8), and BUNDLE/bench their sm_90 artifacts
+# BUNDLE/torch_peer.py, BUNDLE/peers   stage 4's PyTorch peer
 # BUNDLE/run.sh     the script to run there
 # Needs a built tree (scripts/build.sh).
 set -euo pipefail
@@ -25,7 +29,8 @@ flatbuffers="$(dirname "$(echo '#include <flatbuffers/flatbuffers.h>' |
 
 rm -rf "$bundle"
 mkdir -p "$bundle/src/generated/kiln" "$bundle/src/include" "$bundle/src/fakes" \
-  "$bundle/artifacts" "$bundle/expected"
+  "$bundle/artifacts" "$bundle/expected" "$bundle/models" "$bundle/bench" \
+  "$bundle/peers"
 cp -r "$root/runtime" "$bundle/src/runtime"
 cp "$header" "$bundle/src/generated/kiln/"
 cp -r "$flatbuffers" "$bundle/src/include/flatbuffers"
@@ -34,6 +39,8 @@ cp "$root/test/unit/fakes/FakeLibcuda.c" "$root/test/unit/fakes/FakeStreams.c" \
    "$root/test/unit/fakes/FakeStreams.h" "$root/test/unit/fakes/FakeCublasLt.cpp" \
   "$bundle/src/fakes/"
 cp "$root/bench/device/run.sh" "$bundle/run.sh"
+cp "$root/bench/device/torch_peer.py" "$bundle/"
+cp "$root/bench/peers/gpt_torch.py" "$bundle/peers/"
 
 # The artifacts, and what the GPU emulator computes from them here.
 cc -std=c11 -O2 -I "$root/runtime/include" "$root/bench/device/step_runner.c" \
@@ -46,5 +53,17 @@ for model in mlp gpt; do
     "$steps" "$bundle/expected/$model.json"
 done
 rm "$bundle/step_runner.here"
+
+# Stages 3 and 4: the models at size, compiled here (nothing is run here).
+batch="${KILN_GPT2_BATCH:-8}"
+cp "$root/examples/gpt.kiln" "$bundle/models/gpt.kiln"
+sed "s/dim B = 4,/dim B = $batch,/" "$root/bench/models/gpt2-small.kiln" \
+  > "$bundle/models/gpt2-small.kiln"
+grep -q "dim B = $batch," "$bundle/models/gpt2-small.kiln" ||
+  { echo "prepare.sh: cannot set the batch of gpt2-small.kiln" >&2; exit 1; }
+for model in gpt gpt2-small; do
+  "$kiln" compile "$bundle/models/$model.kiln" --target=cuda --arch=sm_90 \
+    --train -o "$bundle/bench/$model.kiln.d" 2> "$bundle/bench/$model.log"
+done
 echo "$steps" > "$bundle/steps"
 echo "prepare.sh: $bundle ($(du -sh "$bundle" | cut -f1))"

@@ -16,10 +16,21 @@
 #      a GPU (libdevice and FMA round differently from the host), bit for
 #      bit with --dry-run; compute-sanitizer's memcheck over the MLP where
 #      it is installed.                              OUTDIR/stage2-*.json, .txt
-# --dry-run runs both stages here, on the fake driver and the fake cuBLASLt
-# built from the bundle (CI does: everything that can fail here must fail
-# here first). Not built yet: the model runs at size against PyTorch
-# (stages 3 and 4 of the issue).
+#   3. at size: examples/gpt.kiln (KILN_GPT_STEPS, default 200 steps) and
+#      GPT-2 small at batch 8, T 1024, f32 (KILN_GPT2_STEPS, default 50) on
+#      the fixed synthetic batch: median step, tokens/s, MFU (6 N + 12 L T D
+#      FLOPs a token, over the GPU's FP32 and BF16 dense peaks), the loss
+#      at the first and last step.                 OUTDIR/stage3-*.json
+#   4. the same models and batches in PyTorch, eager and torch.compile, in
+#      the same run (torch_peer.py; skipped, saying so, without torch or a
+#      GPU it sees).                               OUTDIR/stage4-*.json
+#   OUTDIR/summary.txt: stages 3 and 4 side by side.
+# --dry-run runs stages 1 and 2 here, on the fake driver and the fake
+# cuBLASLt built from the bundle (CI does: everything that can fail here
+# must fail here first), then stage 3 for KILN_DEVICE_STEPS steps of the
+# GPT and only the creation of GPT-2 small's session (its module, memory
+# and every cuBLASLt descriptor; a step there would take the emulator
+# hours), and stage 4 where torch is installed.
 set -euo pipefail
 bundle="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:?usage: run.sh OUTDIR [--dry-run]}"
@@ -117,4 +128,90 @@ if [ "$dry" = 0 ] && command -v compute-sanitizer > /dev/null; then
     { log "stage 2: memcheck FAILED (stage2-memcheck.txt)"; failed=1; }
 fi
 log "stage 2: $([ "$failed" = 0 ] && echo done || echo FAILED)"
+
+# --- 3. the models at size ----------------------------------------------------
+gpt_steps="${KILN_GPT_STEPS:-200}"
+gpt2_steps="${KILN_GPT2_STEPS:-50}"
+gpt2_flags=()
+if [ "$dry" = 1 ]; then
+  gpt_steps="$steps"
+  gpt2_steps=0
+  gpt2_flags=(--deterministic)
+fi
+for model in gpt gpt2-small; do
+  count="$gpt_steps" flags=()
+  [ "$model" = gpt2-small ] && count="$gpt2_steps" flags=("${gpt2_flags[@]}")
+  status=0
+  "$out/step_runner" "$bundle/bench/$model.kiln.d" cuda "$count" \
+    "$out/stage3-$model.json" "${flags[@]}" 2> "$out/stage3-$model.err" ||
+    status=$?
+  if [ "$status" = 0 ]; then
+    log "stage 3: $model: $count steps done"
+  else
+    log "stage 3: $model FAILED (exit $status): $(head -c 400 "$out/stage3-$model.err")"
+    failed=1
+  fi
+done
+
+# --- 4. PyTorch, same models and batches -------------------------------------
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+     2> /dev/null; then
+  for model in gpt gpt2-small; do
+    count="$gpt_steps"
+    [ "$model" = gpt2-small ] && count="$gpt2_steps"
+    [ "$count" -gt 0 ] || continue
+    batch="$(sed -n 's/.*dim B = \([0-9]*\),.*/\1/p' "$bundle/models/$model.kiln")"
+    for mode in eager compile; do
+      if python3 "$bundle/torch_peer.py" "$bundle/models/$model.kiln" "$batch" \
+           "$count" "$mode" "$out/stage4-$model-$mode.json" \
+           > "$out/stage4-$model-$mode.txt" 2>&1; then
+        log "stage 4: $model $mode done"
+      else
+        log "stage 4: $model $mode FAILED: $(tail -c 400 "$out/stage4-$model-$mode.txt")"
+        failed=1
+      fi
+    done
+  done
+else
+  log "stage 4: skipped: no torch here that sees a GPU"
+fi
+
+# --- the summary ----------------------------------------------------------------
+gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 || true)"
+[ "$dry" = 1 ] && gpu="${gpu:-Kiln Fake GPU (a dry run: no figure here comes from a GPU)}"
+python3 - "$out" "$bundle/models" "$gpu" > "$out/summary.txt" <<'PY'
+import json, os, re, sys
+out, models, gpu = sys.argv[1:4]
+# Datasheet peaks, dense (FLOP/s): FP32 on the CUDA cores, BF16 tensor cores.
+peaks = {"H200": (67e12, 989e12), "H100": (67e12, 989e12),
+         "A100": (19.5e12, 312e12)}
+peak = next((v for k, v in peaks.items() if k in gpu), None)
+print(f"GPU: {gpu or 'unknown'}")
+print(f"{'model':<12} {'run':<16} {'step ms':>9} {'tokens/s':>11} "
+      f"{'MFU fp32':>9} {'MFU bf16':>9}  loss first -> last")
+for model in ("gpt", "gpt2-small"):
+    source = open(os.path.join(models, model + ".kiln")).read()
+    dims = {k: int(v) for k, v in re.findall(r"\b([A-Z])\s*=\s*(\d+)", source)}
+    runs = [("kiln", f"stage3-{model}.json")] + [
+        (f"torch {mode}", f"stage4-{model}-{mode}.json")
+        for mode in ("eager", "compile")]
+    for name, file in runs:
+        path = os.path.join(out, file)
+        if not os.path.exists(path):
+            continue
+        run = json.load(open(path))
+        if not run["losses"]:
+            print(f"{model:<12} {name:<16} (session created, no step run)")
+            continue
+        seconds = run["median_ms"] / 1e3
+        tokens = run["tokens_per_step"] / seconds
+        flops = (6 * run["parameters"] +
+                 12 * dims["L"] * dims["T"] * dims["D"]) * tokens
+        mfu = [f"{100 * flops / p:8.1f}%" for p in peak] if peak else ["-", "-"]
+        print(f"{model:<12} {name:<16} {run['median_ms']:9.2f} {tokens:11.0f} "
+              f"{mfu[0]:>9} {mfu[1]:>9}  {run['losses'][0]:.4f} -> "
+              f"{run['losses'][-1]:.4f}")
+PY
+log "summary: $out/summary.txt"
+cat "$out/summary.txt" | tee -a "$out/run.log"
 exit "$failed"

@@ -3,13 +3,18 @@
  * Part of Kiln's device bench (bench/device/run.sh). Plain C11 over the
  * runtime's C API, built on the GPU machine against the runtime built there:
  *
- *   step_runner ARTIFACT DEVICE STEPS OUT.json
+ *   step_runner ARTIFACT DEVICE STEPS OUT.json [--deterministic]
  *
  * Initializes the parameters with seed 0, binds every input to a fixed
  * synthetic batch (floats sin(0.37 e), integers (7 e + e / 13) mod 10: valid
- * ids and classes for the bench's models), runs train_step STEPS times and
- * writes each step's loss, the median step time and a hash of the final
- * parameters. Exit code 2 when the device cannot run (no driver or GPU).
+ * ids and classes for the bench's models), runs train_step STEPS times (0:
+ * none, the session is only created) and writes each step's loss, the
+ * median step time (a step: the run and reading its loss back), the time
+ * the session took to create (on cuda: loading the module, describing and
+ * timing the GEMMs), the parameter count, the tokens a step takes (the
+ * input "tokens", if any) and a hash of the final parameters.
+ * --deterministic: kiln_session_options.deterministic (no GEMM timed).
+ * Exit code 2 when the device cannot run (no driver or GPU).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -76,8 +81,10 @@ static int compareDoubles(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: step_runner ARTIFACT DEVICE STEPS OUT.json\n");
+  int deterministic = argc == 6 && strcmp(argv[5], "--deterministic") == 0;
+  if (argc != 5 && !deterministic) {
+    fprintf(stderr, "usage: step_runner ARTIFACT DEVICE STEPS OUT.json "
+                    "[--deterministic]\n");
     return 1;
   }
   int steps = atoi(argv[3]);
@@ -88,17 +95,35 @@ int main(int argc, char **argv) {
     return fail("kiln_device_check", status);
   if ((status = kiln_artifact_open(argv[1], &artifact)) != KILN_OK)
     return fail("kiln_artifact_open", status);
-  if ((status = kiln_session_create(artifact, argv[2], 0, &session)) != KILN_OK)
-    return fail("kiln_session_create", status);
+  kiln_session_options options;
+  kiln_session_options_init(&options);
+  options.device = argv[2];
+  options.deterministic = deterministic;
+  struct timespec created, ready;
+  clock_gettime(CLOCK_MONOTONIC, &created);
+  if ((status = kiln_session_create_with_options(artifact, &options,
+                                                 &session)) != KILN_OK)
+    return fail("kiln_session_create_with_options", status);
+  clock_gettime(CLOCK_MONOTONIC, &ready);
+  double createMs = (double)(ready.tv_sec - created.tv_sec) * 1e3 +
+                    (double)(ready.tv_nsec - created.tv_nsec) / 1e6;
   if ((status = kiln_session_initialize(session, 0)) != KILN_OK)
     return fail("kiln_session_initialize", status);
   size_t count = 0;
+  long long parameters = 0, tokens = 0;
   kiln_artifact_buffer_count(artifact, &count);
   for (size_t i = 0; i < count; ++i) {
     kiln_buffer_info info;
     kiln_artifact_buffer_info(artifact, i, &info);
+    long long elements = 1;
+    for (int32_t d = 0; d < info.rank; ++d)
+      elements *= info.shape[d];
+    if (info.kind == KILN_BUFFER_PARAM)
+      parameters += elements;
     if (info.kind != KILN_BUFFER_INPUT)
       continue;
+    if (strcmp(info.name, "tokens") == 0)
+      tokens = elements;
     void *data = calloc((size_t)info.size_bytes + 1, 1);
     fill(data, info.dtype, (size_t)info.size_bytes / elementBytes(info.dtype));
     status = kiln_session_bind_input(session, info.name, data, info.dtype,
@@ -147,8 +172,10 @@ int main(int argc, char **argv) {
   fprintf(out, "{\"artifact\": \"%s\", \"device\": \"%s\", \"steps\": %d, ",
           argv[1], argv[2], steps);
   fprintf(out,
-          "\"median_ms\": %.4f, \"params_hash\": \"%016llx\", \"losses\": [",
-          steps ? times[steps / 2] : 0.0, hash);
+          "\"median_ms\": %.4f, \"create_ms\": %.1f, \"parameters\": %lld, "
+          "\"tokens_per_step\": %lld, \"params_hash\": \"%016llx\", "
+          "\"losses\": [",
+          steps ? times[steps / 2] : 0.0, createMs, parameters, tokens, hash);
   for (int s = 0; s < steps; ++s)
     fprintf(out, "%s%.9g", s ? ", " : "", losses[s]);
   fprintf(out, "]}\n");
