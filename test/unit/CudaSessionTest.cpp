@@ -151,3 +151,41 @@ TEST(CudaSession, AHandedOutInputIsTheNewestBytes) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CudaSession, FailingCallsAreNamedWhereTheyFail) {
+  GatherSession gather;
+  ASSERT_NE(gather.session, nullptr);
+  ASSERT_EQ(gather.bind({1, 2, 3, 4, 5}), KILN_OK);
+  {
+    // A launch refused while the step is queued: the run fails at once,
+    // naming the kernel and the op's model line.
+    ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuLaunchKernel=700");
+    expectError(kiln_session_run(gather.session, "predict"), KILN_ERROR_DEVICE,
+                {"kiln_session_run: model.kiln:14:3: op 'graph.embed' (entry "
+                 "'predict' op 0): device 'cuda': cuLaunchKernel: "
+                 "CUDA_ERROR_ILLEGAL_ADDRESS",
+                 "launching kiln_test_gather (5 blocks of 32 threads)"});
+  }
+  // Twice more: op by op, then captured; the next run replays the graph.
+  for (int run = 0; run < 2; ++run)
+    ASSERT_EQ(kiln_session_run(gather.session, "predict"), KILN_OK)
+        << kiln_last_error();
+  {
+    ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuGraphLaunch=700");
+    expectError(kiln_session_run(gather.session, "predict"), KILN_ERROR_DEVICE,
+                {"cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS",
+                 "replaying entry 'predict'"});
+  }
+  {
+    // A failure the GPU reports when the queued work is waited for.
+    ASSERT_EQ(kiln_session_run(gather.session, "predict"), KILN_OK);
+    ScopedEnvironment fail("KILN_FAKE_CUDA_FAIL", "cuStreamSynchronize=700");
+    expectError(kiln_session_synchronize(gather.session), KILN_ERROR_DEVICE,
+                {"kiln_session_synchronize: device 'cuda': "
+                 "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS"});
+  }
+}
+
+} // namespace

@@ -220,16 +220,27 @@ Result Artifact::loadKernels() {
     if (plan_->cubin_file())
       KILN_RETURN_IF_ERROR(checkFileHash(plan_->cubin_file()->str(),
                                          plan_->cubin_hash(), "cubin"));
-    if (!plan_->emulator_file())
-      return Result::ok();
-    return loadHostKernels(plan_->emulator_file()->str(),
-                           plan_->emulator_hash());
+    if (plan_->emulator_file())
+      KILN_RETURN_IF_ERROR(checkFileHash(plan_->emulator_file()->str(),
+                                         plan_->emulator_hash(),
+                                         "GPU emulator build"));
+    return Result::ok();
   }
   std::string file = plan_->kernels_file() ? plan_->kernels_file()->str() : "";
   return loadHostKernels(file, plan_->kernels_hash());
 }
 
-Result Artifact::loadHostKernels(std::string file, uint64_t hash) {
+Result Artifact::loadEmulatorKernels() const {
+  std::lock_guard<std::mutex> lock(emulatorMutex_);
+  if (hostKernelsLoaded_)
+    return Result::ok();
+  if (!plan_->emulator_file())
+    return invalidArgument("the artifact '" + directory_ +
+                           "' has no GPU emulator kernels (kernels.emu.so)");
+  return loadHostKernels(plan_->emulator_file()->str(), plan_->emulator_hash());
+}
+
+Result Artifact::loadHostKernels(std::string file, uint64_t hash) const {
   std::vector<std::string> symbols;
   if (plan_->entries())
     for (const plan::Entry *entry : *plan_->entries())

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -80,9 +81,10 @@ public:
   const char *getTarget() const;
   /// cuda: the GPU architecture the kernels are for (sm_90); else "".
   const char *getArch() const;
-  /// Whether the kernels the plan calls run on the host: a cpu plan's, or
-  /// a cuda plan's GPU emulator build (kernels.emu.so).
-  bool hasHostKernels() const { return hostKernelsLoaded_; }
+  /// A cuda plan's GPU emulator build (kernels.emu.so), hash-checked at
+  /// open, loaded (dlopen, every kernel resolved) by the first device that
+  /// runs it on the host; a cuda device never loads it. Thread-safe.
+  Result loadEmulatorKernels() const;
 
 private:
   Artifact() = default;
@@ -90,7 +92,7 @@ private:
   Result loadKernels();
   /// dlopens `file` (hash-checked when `hash` is not 0) and resolves every
   /// kernel the plan calls.
-  Result loadHostKernels(std::string file, uint64_t hash);
+  Result loadHostKernels(std::string file, uint64_t hash) const;
   /// Checks that `file` (inside the artifact) hashes to `expected` (0: not
   /// checked); `what` names it in errors.
   Result checkFileHash(const std::string &file, uint64_t expected,
@@ -104,9 +106,12 @@ private:
   const plan::Plan *plan_ = nullptr;
   std::vector<BufferInfo> buffers_;
   std::unordered_map<std::string, int64_t> bufferByName_;
-  std::unordered_map<std::string, KernelFunction> kernels_;
-  void *library_ = nullptr;
-  bool hostKernelsLoaded_ = false;
+  // The host kernels: a cpu plan's at open, a cuda plan's emulator build
+  // when first asked for (under emulatorMutex_).
+  mutable std::unordered_map<std::string, KernelFunction> kernels_;
+  mutable void *library_ = nullptr;
+  mutable bool hostKernelsLoaded_ = false;
+  mutable std::mutex emulatorMutex_;
 };
 
 /// Checks the plan's consistency beyond what the FlatBuffers verifier

@@ -68,9 +68,6 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
     return invalidArgument("the artifact '" + artifact->getDirectory() +
                            "' was compiled for target '" + target +
                            "', not for device '" + device + "'");
-  if (emulator && !artifact->hasHostKernels())
-    return invalidArgument("the artifact '" + artifact->getDirectory() +
-                           "' has no GPU emulator kernels (kernels.emu.so)");
   if (numThreads < 0 || numThreads > kMaxThreads)
     return invalidArgument("thread count " + std::to_string(numThreads) +
                            " is outside [0, " + std::to_string(kMaxThreads) +

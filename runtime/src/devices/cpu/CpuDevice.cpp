@@ -35,6 +35,9 @@ Result CpuDevice::create(std::shared_ptr<const Artifact> artifact,
                          bool emulator, int numThreads,
                          const std::vector<void *> &hostBuffers,
                          std::unique_ptr<runtime::Device> &device) {
+  // The GPU emulator runs a cuda plan's host build of its kernels.
+  if (emulator)
+    KILN_RETURN_IF_ERROR(artifact->loadEmulatorKernels());
   std::unique_ptr<CpuDevice> made(new CpuDevice());
   made->artifact_ = std::move(artifact);
   made->emulator_ = emulator;
