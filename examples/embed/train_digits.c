@@ -45,11 +45,15 @@
   } while (0)
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
+  if (argc != 5 && argc != 6) {
     fprintf(stderr, "usage: %s ARTIFACT.kiln.d DIGITS_DIR STEPS "
-                    "CHECKPOINT.safetensors\n", argv[0]);
+                    "CHECKPOINT.safetensors [DEVICE]\n"
+                    "DEVICE: cpu (the default) for an artifact compiled for "
+                    "the cpu, cuda for one compiled with --target=cuda\n",
+            argv[0]);
     return 2;
   }
+  const char *device = argc == 6 ? argv[5] : "cpu";
   const long long steps = strtoll(argv[3], NULL, 10);
   const char *checkpoint = argv[4];
   int exit_code = 1;
@@ -81,7 +85,7 @@ int main(int argc, char **argv) {
   }
 
   CHECK(kiln_artifact_open(argv[1], &artifact));
-  CHECK(kiln_session_create(artifact, "cpu", 0, &session));
+  CHECK(kiln_session_create(artifact, device, 0, &session));
 
   /* Resume from the checkpoint if there is one (everything: parameters,
    * optimizer state, step and seed), else start from the initializers. */
