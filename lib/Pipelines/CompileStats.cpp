@@ -11,6 +11,7 @@
 #include "kiln/Dialect/Kernel/Analysis/BufferLiveness.h"
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Kernel/Transforms/ResidentBytes.h"
+#include "kiln/Pipelines/Roofline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -95,6 +96,25 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
       graph::TrainSettings::fromModule(module);
   if (failed(settings))
     return failure();
+  // What MFU counts as the model's work (docs/cuda.md), from the forward
+  // graph: 6 x parameters a token, and 12 x Tk x the query's features per
+  // token for each attention.
+  ModelFlops model;
+  for (const graph::NamedTensor &input : summary->inputs)
+    if (input.name == "tokens")
+      model.tokensPerStep = input.elements;
+  if (model.tokensPerStep > 0) {
+    model.flopsPerToken = 6.0 * double(summary->paramCount);
+    if (func::FuncOp forward = graph::getForwardFunction(module))
+      forward.walk([&](graph::AttentionOp attention) {
+        auto q = cast<RankedTensorType>(attention.getQuery().getType());
+        auto k = cast<RankedTensorType>(attention.getKey().getType());
+        int64_t keys = k.getDimSize(k.getRank() - 2);
+        model.flopsPerToken += 12.0 * double(keys) *
+                               double(q.getNumElements()) /
+                               double(model.tokensPerStep);
+      });
+  }
   // The driver's two stages, with the step's FLOPs counted between them.
   CompileOptions compile = options;
   compile.train = !summary->lossName.empty();
@@ -166,7 +186,7 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
     auto value = module->getAttrOfType<IntegerAttr>(key);
     return value ? value.getInt() : 0;
   };
-  return llvm::json::Object{
+  llvm::json::Object stats{
       {"model", summary->modelName},
       {"params", summary->paramCount},
       {"param_bytes", resident.params},
@@ -192,4 +212,9 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
       {"activation_bytes", activationBytes},
       {"entries", std::move(entries)},
   };
+  if (compile.target == TargetKind::Cuda)
+    stats["roofline"] =
+        estimateRoofline(module, compile.arch.empty() ? "sm_90" : compile.arch,
+                         training, settings->accumulate, model);
+  return stats;
 }
