@@ -86,6 +86,7 @@ TrainSession::open(ArtifactHandle artifact, const std::string &device,
                    int32_t numThreads, bool deterministic) {
   std::unique_ptr<TrainSession> result(new TrainSession());
   result->artifact = artifact.release();
+  result->device = device;
   size_t count = 0;
   kiln_artifact_buffer_count(result->artifact, &count);
   for (size_t i = 0; i < count; ++i) {
@@ -363,7 +364,7 @@ std::string TrainSession::describeDevice(std::string &warning) const {
     return text;
   // On the GPU the host threads do no work: the GPU and how its kernels
   // were loaded instead.
-  if (std::string(gemm.library) == "cublaslt")
+  if (device == "cuda")
     return formatv("{0}; GEMMs: {1}", gemm.isa, gemm.version).str();
   text += formatv("; GEMMs: {0} ({1})", gemm.version, gemm.isa).str();
   if (*gemm.others)

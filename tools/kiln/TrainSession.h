@@ -110,6 +110,8 @@ private:
 
   kiln_artifact *artifact = nullptr;
   kiln_session *session = nullptr;
+  /// The device the session runs on ("cpu", "cuda", "cuda-emulator").
+  std::string device;
   std::vector<PlanInput> planInputs;
   std::vector<std::string> entries;
   llvm::StringMap<std::pair<kiln_dtype, std::vector<int64_t>>> outputs;
