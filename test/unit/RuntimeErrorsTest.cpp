@@ -190,6 +190,46 @@ TEST(RuntimeErrors, CudaPlanOnCpu) {
 /// A cuda artifact on device "cuda" through the fake driver: one for a
 /// newer GPU than the one found is refused naming both; one it could run
 /// but whose module file is missing fails loading it, naming the file.
+/// A cuda plan's launches within a block's limits: dynamic shared memory
+/// past 48 KiB up to what the plan's GPU lets a kernel opt in to.
+TEST(RuntimeErrors, CudaLaunchLimits) {
+  struct Case {
+    const char *arch;
+    int64_t sharedBytes;
+    const char *refusal; // null: accepted
+  };
+  const Case cases[] = {
+      {"sm_90", 64 << 10, nullptr},
+      {"sm_90", 227 << 10, nullptr},
+      {"sm_90", (227 << 10) + 4, "at most 227 KiB of dynamic shared memory"},
+      {"sm_80", 163 << 10, nullptr},
+      {"sm_80", 170 << 10, "at most 163 KiB of dynamic shared memory"},
+      {nullptr, (48 << 10) + 4, "at most 48 KiB of dynamic shared memory"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.arch ? c.arch : "no arch") + " " +
+                 std::to_string(c.sharedBytes));
+    TempDir dir;
+    PlanWriter w;
+    uint32_t x = w.buffer("x", Kind::Input, DType::F32, {6});
+    uint32_t y = w.buffer("y", Kind::Output, DType::F32, {6});
+    w.gpuKernel("kiln_test_add", {x, x, y}, 6, 32, "graph.add", 3,
+                c.sharedBytes);
+    w.entry("predict", {x}, {y});
+    writeFile(dir.file("plan.kpl"), w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda",
+                                             "kernels.ptx", 0, c.arch));
+    kiln_artifact *artifact = nullptr;
+    kiln_status status = kiln_artifact_open(dir.path().c_str(), &artifact);
+    if (c.refusal)
+      expectError(status, KILN_ERROR_INVALID_FORMAT,
+                  {"kernel 'kiln_test_add' launches 6 blocks of 32 threads",
+                   c.refusal});
+    else
+      EXPECT_EQ(status, KILN_OK) << kiln_last_error();
+    kiln_artifact_close(artifact);
+  }
+}
+
 TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
   ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA);
   ScopedEnvironment arch("KILN_FAKE_CUDA_ARCH", "80");

@@ -79,9 +79,9 @@ public:
   /// A cuda plan's kernel: `grid` blocks of `block` threads.
   void gpuKernel(const char *symbol, std::vector<uint32_t> args, int64_t grid,
                  int64_t block, const char *opName = "graph.test",
-                 uint32_t line = 1) {
+                 uint32_t line = 1, int64_t sharedBytes = 0) {
     auto call = plan::CreateKernelCallDirect(fbb, symbol, &args, grid, 1, grid,
-                                             block, 0);
+                                             block, sharedBytes);
     addOp(plan::Call::KernelCall, call.Union(), opName, line);
   }
 

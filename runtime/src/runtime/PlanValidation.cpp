@@ -36,7 +36,11 @@ public:
     return Result::ok();
   }
 
-  Result checkKernel(const plan::KernelCall &call, bool cuda) const {
+  /// `maxSharedBytes`: what a block of the plan's GPU may opt in to (0:
+  /// not a cuda plan).
+  Result checkKernel(const plan::KernelCall &call,
+                     int64_t maxSharedBytes) const {
+    bool cuda = maxSharedBytes > 0;
     if (!call.symbol() || call.symbol()->size() == 0)
       return invalidFormat(where_ + ": kernel call without a symbol");
     if (call.buffers())
@@ -48,15 +52,17 @@ public:
     // A GPU launch: the range is its blocks; CUDA's limits on a block.
     if (cuda && (call.grid_x() != call.range() || call.block_x() < 1 ||
                  call.block_x() > 1024 || call.shared_bytes() < 0 ||
-                 call.shared_bytes() > 48 * 1024))
-      return invalidFormat(
-          where_ + ": kernel '" + call.symbol()->str() + "' launches " +
-          std::to_string(call.grid_x()) + " blocks of " +
-          std::to_string(call.block_x()) + " threads with " +
-          std::to_string(call.shared_bytes()) +
-          " bytes of shared memory over a range of " +
-          std::to_string(call.range()) +
-          " (a block has 1 to 1024 threads and at most 48 KiB)");
+                 call.shared_bytes() > maxSharedBytes))
+      return invalidFormat(where_ + ": kernel '" + call.symbol()->str() +
+                           "' launches " + std::to_string(call.grid_x()) +
+                           " blocks of " + std::to_string(call.block_x()) +
+                           " threads with " +
+                           std::to_string(call.shared_bytes()) +
+                           " bytes of shared memory over a range of " +
+                           std::to_string(call.range()) +
+                           " (a block has 1 to 1024 threads and at most " +
+                           std::to_string(maxSharedBytes / 1024) +
+                           " KiB of dynamic shared memory on the plan's GPU)");
     return Result::ok();
   }
 
@@ -268,6 +274,13 @@ Result validateBuffers(const plan::Plan &plan,
 Result kiln::runtime::validatePlan(const plan::Plan &plan,
                                    const std::vector<BufferInfo> &buffers) {
   std::string target = plan.target() ? plan.target()->str() : "";
+  // A block's dynamic shared memory: 48 KiB on any GPU, and what a kernel
+  // may opt in to past that (cuFuncSetAttribute) on sm_80 and sm_90.
+  std::string arch = plan.arch() ? plan.arch()->str() : "";
+  int64_t maxSharedBytes = target != "cuda"  ? 0
+                           : arch == "sm_90" ? 227 * 1024
+                           : arch == "sm_80" ? 163 * 1024
+                                             : 48 * 1024;
   if (target != "cpu" && target != "cuda")
     return invalidFormat("unknown target '" + target +
                          "' (expected \"cpu\" or \"cuda\")");
@@ -302,7 +315,7 @@ Result kiln::runtime::validatePlan(const plan::Plan &plan,
       switch (op->call_type()) {
       case plan::Call::KernelCall:
         KILN_RETURN_IF_ERROR(
-            check.checkKernel(*op->call_as_KernelCall(), target == "cuda"));
+            check.checkKernel(*op->call_as_KernelCall(), maxSharedBytes));
         break;
       case plan::Call::GemmCall:
         KILN_RETURN_IF_ERROR(check.checkGemm(*op->call_as_GemmCall()));
