@@ -190,6 +190,23 @@ TEST(RuntimeErrors, CudaPlanOnCpu) {
 /// A cuda artifact on device "cuda" through the fake driver: one for a
 /// newer GPU than the one found is refused naming both; one it could run
 /// but whose module file is missing fails loading it, naming the file.
+/// Writes `w`'s plan into `dir` as a cuda plan for `arch` (null: none)
+/// whose kernels file is kernels.ptx, and opens it.
+kiln_status openCudaPlan(TempDir &dir, PlanWriter &w, const char *arch,
+                         kiln_artifact **artifact) {
+  writeFile(dir.file("plan.kpl"),
+            w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda", "kernels.ptx", 0, arch));
+  return kiln_artifact_open(dir.path().c_str(), artifact);
+}
+
+/// A cuda plan of one input, opened from `dir`.
+kiln_status openInputOnlyCudaPlan(TempDir &dir, const char *arch,
+                                  kiln_artifact **artifact) {
+  PlanWriter w;
+  w.buffer("x", Kind::Input, DType::F32, {2});
+  return openCudaPlan(dir, w, arch, artifact);
+}
+
 /// A cuda plan's launches within a block's limits: dynamic shared memory
 /// past 48 KiB up to what the plan's GPU lets a kernel opt in to.
 TEST(RuntimeErrors, CudaLaunchLimits) {
@@ -216,10 +233,8 @@ TEST(RuntimeErrors, CudaLaunchLimits) {
     w.gpuKernel("kiln_test_add", {x, x, y}, 6, 32, "graph.add", 3,
                 c.sharedBytes);
     w.entry("predict", {x}, {y});
-    writeFile(dir.file("plan.kpl"), w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda",
-                                             "kernels.ptx", 0, c.arch));
     kiln_artifact *artifact = nullptr;
-    kiln_status status = kiln_artifact_open(dir.path().c_str(), &artifact);
+    kiln_status status = openCudaPlan(dir, w, c.arch, &artifact);
     if (c.refusal)
       expectError(status, KILN_ERROR_INVALID_FORMAT,
                   {"kernel 'kiln_test_add' launches 6 blocks of 32 threads",
@@ -237,12 +252,8 @@ TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
     // Without a driver: which library, and why.
     ScopedEnvironment absent("KILN_LIBCUDA", "/nonexistent/libcuda.so.1");
     TempDir dir;
-    PlanWriter w;
-    w.buffer("x", Kind::Input, DType::F32, {2});
-    writeFile(dir.file("plan.kpl"),
-              w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda", "kernels.ptx"));
     kiln_artifact *artifact = nullptr;
-    ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+    ASSERT_EQ(openInputOnlyCudaPlan(dir, nullptr, &artifact), KILN_OK)
         << kiln_last_error();
     kiln_session *session = nullptr;
     expectError(kiln_session_create(artifact, "cuda", 1, &session),
@@ -254,12 +265,8 @@ TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
   {
     // A GPU index the driver does not have.
     TempDir dir;
-    PlanWriter w;
-    w.buffer("x", Kind::Input, DType::F32, {2});
-    writeFile(dir.file("plan.kpl"),
-              w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda", "kernels.ptx"));
     kiln_artifact *artifact = nullptr;
-    ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+    ASSERT_EQ(openInputOnlyCudaPlan(dir, nullptr, &artifact), KILN_OK)
         << kiln_last_error();
     kiln_session_options options;
     kiln_session_options_init(&options);
@@ -274,12 +281,8 @@ TEST(RuntimeErrors, CudaPlanOnTheFakeDriver) {
   for (const char *planArch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(planArch);
     TempDir dir;
-    PlanWriter w;
-    w.buffer("x", Kind::Input, DType::F32, {2});
-    writeFile(dir.file("plan.kpl"), w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda",
-                                             "kernels.ptx", 0, planArch));
     kiln_artifact *artifact = nullptr;
-    ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+    ASSERT_EQ(openInputOnlyCudaPlan(dir, planArch, &artifact), KILN_OK)
         << kiln_last_error();
     kiln_session *session = nullptr;
     if (std::string(planArch) == "sm_90")
