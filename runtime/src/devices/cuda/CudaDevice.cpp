@@ -39,7 +39,13 @@ Result CudaDevice::create(std::shared_ptr<const Artifact> artifact, int ordinal,
               runtime::listOpBuffers(*made->artifact_, *op));
     }
   made->firstOp_.push_back(made->opBuffers_.size());
+  // KILN_CUDA_GRAPHS: 1 (the default) or 0; anything else is refused, not
+  // read as one of them.
   const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
+  if (graphs && *graphs && std::strcmp(graphs, "0") != 0 &&
+      std::strcmp(graphs, "1") != 0)
+    return runtime::invalidArgument(std::string("KILN_CUDA_GRAPHS='") + graphs +
+                                    "': expected 0 or 1");
   made->graphs_ = !(graphs && std::strcmp(graphs, "0") == 0);
   // The GPU's GEMMs are cuBLASLt's; its kernels are the artifact's own.
   made->gemmInfo_.library = "cublaslt";
@@ -52,10 +58,8 @@ Result CudaDevice::create(std::shared_ptr<const Artifact> artifact, int ordinal,
 Result CudaDevice::hostWrote(uint32_t id) {
   // An input goes up at once, overlapping a run in flight; anything else
   // is written after it (the session finishes first; so does this).
-  if (artifact_->getBuffers()[id].kind == plan::BufferKind::Input) {
-    deviceNewer_[id] = false;
+  if (artifact_->getBuffers()[id].kind == plan::BufferKind::Input)
     return executor_->stageInput(id, host_[id]);
-  }
   KILN_RETURN_IF_ERROR(finish());
   hostNewer_[id] = true;
   deviceNewer_[id] = false;

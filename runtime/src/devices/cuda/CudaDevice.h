@@ -14,7 +14,8 @@
 // reads the entry's status words and reports the first failure. With
 // check-numerics or the profile, a run goes op by op and waits for each
 // (times from CUDA events). KILN_CUDA_GRAPHS=0 runs every entry op by op
-// instead of replaying its CUDA Graph.
+// instead of replaying its CUDA Graph (1, the default, replays; another
+// value is refused).
 //
 //===----------------------------------------------------------------------===//
 

@@ -471,13 +471,6 @@ std::string Executor::describeDeviceOp(size_t entry, size_t index) const {
   }
 }
 
-size_t Executor::getGraphCount() const {
-  size_t count = 0;
-  for (const EntryGraph &graph : graphs_)
-    count += graph.exec != nullptr;
-  return count;
-}
-
 Result Executor::runOp(size_t entry, size_t index) const {
   const Op &op = entries_[entry][index];
   std::string failed;

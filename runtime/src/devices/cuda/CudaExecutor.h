@@ -73,8 +73,6 @@ public:
   Result timeOp(size_t entry, size_t index, double &milliseconds) const;
   /// Waits for the work queued so far.
   Result synchronize() const;
-  /// How many entries are replayed from a graph.
-  size_t getGraphCount() const;
   /// What op `index` of entry `entry` runs on the GPU: a kernel's grid and
   /// block, a GEMM's cuBLASLt problem and algorithm.
   std::string describeDeviceOp(size_t entry, size_t index) const;
