@@ -9,44 +9,40 @@
 #include "devices/cpu/CpuDevice.h"
 #ifdef KILN_HAVE_CUDA_DEVICE
 #include "devices/cuda/CudaDevice.h"
-#include "devices/cuda/CudaDriver.h"
 #endif
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 
 using namespace kiln;
 using namespace kiln::runtime;
 
-/// The largest thread pool a session accepts.
-static constexpr int kMaxThreads = 4096;
+/// Whether `device` names a device of this runtime.
+static Result checkDeviceName(const std::string &device) {
+  if (device == "cpu" || device == "cuda" || device == "cuda-emulator")
+    return Result::ok();
+  return invalidArgument("unknown device '" + device +
+                         "' (expected \"cpu\", \"cuda\" or "
+                         "\"cuda-emulator\")");
+}
 
-/// Device "cuda": whether the driver loads and sees a GPU, or
-/// KILN_ERROR_DEVICE.
-static Result checkCudaDevice() {
-#ifdef KILN_HAVE_CUDA_DEVICE
-  std::string error;
-  std::unique_ptr<cuda::Driver> driver = cuda::Driver::load(error);
-  cuda::DeviceInfo gpu;
-  if (!driver || !driver->describeDevice(0, gpu, error))
-    return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + error);
-  return Result::ok();
-#else
+#ifndef KILN_HAVE_CUDA_DEVICE
+static Result builtWithoutCuda() {
   return Result::error(KILN_ERROR_DEVICE,
                        "device 'cuda': this runtime was built without it "
                        "(KILN_WITH_CUDA=OFF)");
-#endif
 }
+#endif
 
 Result Session::checkDevice(const std::string &device) {
-  if (device == "cpu" || device == "cuda-emulator")
-    return Result::ok();
+  KILN_RETURN_IF_ERROR(checkDeviceName(device));
   if (device != "cuda")
-    return invalidArgument("unknown device '" + device +
-                           "' (expected \"cpu\", \"cuda\" or "
-                           "\"cuda-emulator\")");
-  return checkCudaDevice();
+    return Result::ok();
+#ifdef KILN_HAVE_CUDA_DEVICE
+  return cuda::CudaDevice::checkAvailable();
+#else
+  return builtWithoutCuda();
+#endif
 }
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,
@@ -56,21 +52,19 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   int numThreads = options.numThreads;
   // The GPU emulator runs a cuda plan on the host: its kernels from
   // kernels.emu.so, its GEMMs through the reference GEMM.
+  KILN_RETURN_IF_ERROR(checkDeviceName(device));
   bool emulator = device == "cuda-emulator";
   bool gpu = device == "cuda";
-  if (device != "cpu" && !emulator && !gpu)
-    return invalidArgument("unknown device '" + device +
-                           "' (expected \"cpu\", \"cuda\" or "
-                           "\"cuda-emulator\")");
   std::string target = artifact->getTarget();
   std::string wanted = emulator || gpu ? "cuda" : device;
   if (target != wanted)
     return invalidArgument("the artifact '" + artifact->getDirectory() +
                            "' was compiled for target '" + target +
                            "', not for device '" + device + "'");
-  if (numThreads < 0 || numThreads > kMaxThreads)
+  if (numThreads < 0 || numThreads > ThreadPool::kMaxSize)
     return invalidArgument("thread count " + std::to_string(numThreads) +
-                           " is outside [0, " + std::to_string(kMaxThreads) +
+                           " is outside [0, " +
+                           std::to_string(ThreadPool::kMaxSize) +
                            "] (0: KILN_NUM_THREADS or the hardware's)");
   std::unique_ptr<Session> created(new Session());
   created->artifact_ = artifact;
@@ -78,25 +72,12 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   if (gpu) {
 #ifdef KILN_HAVE_CUDA_DEVICE
     KILN_RETURN_IF_ERROR(cuda::CudaDevice::create(
-        artifact, options.deviceIndex, options.deterministic,
+        artifact, options.deviceIndex, options.deterministic, numThreads,
         created->pointers_, created->device_));
 #else
-    return checkCudaDevice();
+    return builtWithoutCuda();
 #endif
-    // The GPU runs every op: host threads would do nothing, so a count
-    // asked for is refused rather than ignored.
-    if (numThreads != 0)
-      return invalidArgument("thread count " + std::to_string(numThreads) +
-                             " on device 'cuda', whose ops all run on the "
-                             "GPU (pass 0)");
   } else {
-    if (numThreads == 0) {
-      std::string error;
-      std::optional<int> size = ThreadPool::defaultSize(kMaxThreads, error);
-      if (!size)
-        return invalidArgument(error);
-      numThreads = *size;
-    }
     KILN_RETURN_IF_ERROR(cpu::CpuDevice::create(
         artifact, emulator, numThreads, created->pointers_, created->device_));
   }

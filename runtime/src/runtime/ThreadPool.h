@@ -60,6 +60,8 @@ public:
   /// hardware's thread count. A value that is not a whole number in
   /// [1, `limit`] is an error: nullopt, with `error` naming the variable.
   static std::optional<int> defaultSize(int limit, std::string &error);
+  /// The largest pool a session accepts.
+  static constexpr int kMaxSize = 4096;
 
 private:
   using Trampoline = void (*)(void *context, int64_t index);

@@ -35,6 +35,14 @@ Result CpuDevice::create(std::shared_ptr<const Artifact> artifact,
                          bool emulator, int numThreads,
                          const std::vector<void *> &hostBuffers,
                          std::unique_ptr<runtime::Device> &device) {
+  if (numThreads == 0) {
+    std::string error;
+    std::optional<int> size =
+        runtime::ThreadPool::defaultSize(runtime::ThreadPool::kMaxSize, error);
+    if (!size)
+      return runtime::invalidArgument(error);
+    numThreads = *size;
+  }
   // The GPU emulator runs a cuda plan's host build of its kernels.
   if (emulator)
     KILN_RETURN_IF_ERROR(artifact->loadEmulatorKernels());

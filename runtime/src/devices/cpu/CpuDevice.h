@@ -58,7 +58,8 @@ struct PreparedOp {
 
 class CpuDevice : public runtime::Device {
 public:
-  /// A device for `artifact` with `numThreads` threads whose persistent
+  /// A device for `artifact` with `numThreads` threads (0: the default,
+  /// ThreadPool::defaultSize) whose persistent
   /// buffers are `hostBuffers` (indexed by buffer id; null for the
   /// transients, which it places in its arena). `emulator`: device
   /// "cuda-emulator".

@@ -17,13 +17,28 @@ using runtime::BufferInfo;
 
 CudaDevice::~CudaDevice() = default;
 
+Result CudaDevice::checkAvailable() {
+  std::string error;
+  std::unique_ptr<Driver> driver = Driver::load(error);
+  DeviceInfo gpu;
+  if (!driver || !driver->describeDevice(0, gpu, error))
+    return Result::error(KILN_ERROR_DEVICE, "device 'cuda': " + error);
+  return Result::ok();
+}
+
 Result CudaDevice::create(std::shared_ptr<const Artifact> artifact, int ordinal,
-                          bool deterministic,
+                          bool deterministic, int numThreads,
                           const std::vector<void *> &hostBuffers,
                           std::unique_ptr<runtime::Device> &device) {
   std::unique_ptr<CudaDevice> made(new CudaDevice());
   KILN_RETURN_IF_ERROR(
       Executor::create(artifact, ordinal, deterministic, made->executor_));
+  // The GPU runs every op: host threads would do nothing, so a count asked
+  // for is refused rather than ignored.
+  if (numThreads != 0)
+    return runtime::invalidArgument(
+        "thread count " + std::to_string(numThreads) +
+        " on device 'cuda', whose ops all run on the GPU (pass 0)");
   made->artifact_ = std::move(artifact);
   made->host_ = hostBuffers;
   size_t count = made->artifact_->getBuffers().size();

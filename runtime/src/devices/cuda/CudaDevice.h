@@ -39,11 +39,15 @@ public:
   /// A device for `artifact` on GPU `ordinal` whose persistent buffers'
   /// host copies are `hostBuffers` (indexed by buffer id).
   /// `deterministic`: each GEMM runs the heuristic's first algorithm, not
-  /// the fastest of its candidates timed at creation.
+  /// the fastest of its candidates timed at creation. `numThreads` must be
+  /// 0: host threads would do nothing here.
   static Result create(std::shared_ptr<const Artifact> artifact, int ordinal,
-                       bool deterministic,
+                       bool deterministic, int numThreads,
                        const std::vector<void *> &hostBuffers,
                        std::unique_ptr<runtime::Device> &device);
+  /// kiln_device_check("cuda"): whether the driver loads and sees a GPU,
+  /// else KILN_ERROR_DEVICE saying why.
+  static Result checkAvailable();
   ~CudaDevice() override;
 
   const runtime::GemmInfo &getGemmInfo() const override { return gemmInfo_; }
