@@ -12,6 +12,7 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Kernel/Transforms/ResidentBytes.h"
 #include "kiln/Pipelines/Roofline.h"
+#include "kiln/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -212,9 +213,12 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
       {"activation_bytes", activationBytes},
       {"entries", std::move(entries)},
   };
-  if (compile.target == TargetKind::Cuda)
-    stats["roofline"] =
-        estimateRoofline(module, compile.arch.empty() ? "sm_90" : compile.arch,
-                         training, settings->accumulate, model);
+  // A target with GPUs to hold its kernels against gets their roofline.
+  std::string error;
+  std::unique_ptr<TargetInfo> target =
+      TargetInfo::create(compile.target, compile.arch, error);
+  if (target && !target->getGpus().empty())
+    stats["roofline"] = estimateRoofline(module, *target, training,
+                                         settings->accumulate, model);
   return stats;
 }

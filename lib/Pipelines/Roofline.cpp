@@ -8,6 +8,7 @@
 #include "kiln/Dialect/Kernel/IR/KernelDialect.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/Cuda/GpuFigures.h"
+#include "kiln/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -203,7 +204,8 @@ static std::pair<double, bool> timeOf(const OpCost &cost, const Peaks &peaks) {
   return {std::max(memory, compute), memory >= compute};
 }
 
-llvm::json::Object kiln::estimateRoofline(ModuleOp module, StringRef arch,
+llvm::json::Object kiln::estimateRoofline(ModuleOp module,
+                                          const TargetInfo &target,
                                           bool training, int64_t accumulate,
                                           const ModelFlops &model) {
   // The step's ops, each with how many times a step runs it.
@@ -242,7 +244,7 @@ llvm::json::Object kiln::estimateRoofline(ModuleOp module, StringRef arch,
   double modelFlopsPerStep = model.flopsPerToken * double(model.tokensPerStep);
 
   llvm::json::Array gpus;
-  for (const cuda::GpuFigures &gpu : cuda::getGpusForArch(arch)) {
+  for (const cuda::GpuFigures &gpu : target.getGpus()) {
     auto estimate = [&](const Peaks &peaks, bool measured) {
       double seconds = 0;
       int64_t memoryBound = 0;
@@ -292,12 +294,9 @@ llvm::json::Object kiln::estimateRoofline(ModuleOp module, StringRef arch,
                            {"datasheet", estimate(datasheet, false)},
                            {"measured", estimate(measured, true)}});
   }
-  llvm::json::Object roofline{{"entry", step},
-                              {"arch", arch},
-                              {"bytes", bytes},
-                              {"flops", flops},
-                              {"ops", std::move(opList)},
-                              {"gpus", std::move(gpus)}};
+  llvm::json::Object roofline{
+      {"entry", step},  {"arch", target.getArch()}, {"bytes", bytes},
+      {"flops", flops}, {"ops", std::move(opList)}, {"gpus", std::move(gpus)}};
   if (model.tokensPerStep > 0) {
     roofline["tokens_per_step"] = model.tokensPerStep;
     roofline["model_flops_per_token"] = model.flopsPerToken;

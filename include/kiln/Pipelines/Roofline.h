@@ -33,6 +33,7 @@
 #include <string>
 
 namespace kiln {
+class TargetInfo;
 
 /// What one scheduled op moves and computes.
 struct OpCost {
@@ -58,9 +59,11 @@ struct ModelFlops {
 
 /// The roofline of `module`'s step (its train_step, or accumulate_step
 /// `accumulate` times and apply_step; predict without training) compiled
-/// for `arch`, as the --stats JSON's "roofline" object.
-llvm::json::Object estimateRoofline(mlir::ModuleOp module, llvm::StringRef arch,
-                                    bool training, int64_t accumulate,
+/// for `target`, on each of its GPUs (TargetInfo::getGpus), as the --stats
+/// JSON's "roofline" object.
+llvm::json::Object estimateRoofline(mlir::ModuleOp module,
+                                    const TargetInfo &target, bool training,
+                                    int64_t accumulate,
                                     const ModelFlops &model);
 
 } // namespace kiln

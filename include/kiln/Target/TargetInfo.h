@@ -13,6 +13,7 @@
 #ifndef KILN_TARGET_TARGETINFO_H
 #define KILN_TARGET_TARGETINFO_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -56,6 +57,10 @@ struct GemmTiling {
   int64_t block = 64;
 };
 
+namespace cuda {
+struct GpuFigures;
+} // namespace cuda
+
 class TargetInfo {
 public:
   virtual ~TargetInfo();
@@ -86,6 +91,9 @@ public:
   /// Threads per block of an elementwise kernel whose range fills one (0:
   /// no blocks).
   virtual int64_t getElementwiseBlockSize() const = 0;
+  /// The GPUs of the arch, whose figures the roofline model holds the
+  /// kernels against (cuda/GpuFigures.h); none on the cpu.
+  virtual llvm::ArrayRef<cuda::GpuFigures> getGpus() const = 0;
 
   /// The target of `kind` for `arch` (empty: the target's default), or
   /// null with `error` set when `arch` is not one it supports.

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Target/Cuda/GpuFigures.h"
 #include "kiln/Target/TargetInfo.h"
 
 using namespace kiln;
@@ -52,6 +53,9 @@ public:
   // Eight warps: enough to hide memory latency, small enough to fill
   // every SM with several blocks.
   int64_t getElementwiseBlockSize() const override { return 256; }
+  llvm::ArrayRef<cuda::GpuFigures> getGpus() const override {
+    return cuda::getGpusForArch(getArch());
+  }
 };
 } // namespace
 

@@ -42,6 +42,7 @@ public:
   // AVX-512's zmm registers: LLVM's vectorizers choose the width.
   int64_t getMaxVectorBytes() const override { return 64; }
   int64_t getElementwiseBlockSize() const override { return 0; }
+  llvm::ArrayRef<cuda::GpuFigures> getGpus() const override { return {}; }
 };
 } // namespace
 
