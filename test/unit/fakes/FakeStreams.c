@@ -334,50 +334,42 @@ static CUresult submitCopy(struct FakeStream *stream, void *destination,
   return fakeSubmit(stream, work);
 }
 
-/* From pageable memory the driver waits for the stream and copies before
-   it returns; from pinned memory the copy is queued. A capture records
-   copies of pinned memory only. */
+/* A copy to or from host memory `host` (the source or the destination):
+   from or into pageable memory the driver waits for the stream and copies
+   before it returns; with pinned memory the copy is queued. A capture
+   records copies of pinned memory only. */
+static CUresult hostCopy(const char *call, struct FakeStream *stream,
+                         const void *host, void *destination,
+                         const void *source, size_t bytes) {
+  int pinned = fakeIsPinned(host);
+  fakeTrace("%s %zu%s", call, bytes, pinned ? " pinned" : "");
+  CUresult error = fakeInjected(call);
+  if (error)
+    return error;
+  if (pinned)
+    return submitCopy(stream, destination, source, bytes);
+  if (refuseInCapture(stream))
+    return kCudaErrorCaptureUnsupported;
+  if (stream)
+    drain(stream, stream->submitted);
+  else
+    fakeDrainBlocking();
+  memcpy(destination, source, bytes);
+  return 0;
+}
+
 static CUresult fakeMemcpyHtoDAsync(unsigned long long destination,
                                     const void *source, size_t bytes,
                                     struct FakeStream *stream) {
-  fakeTrace("cuMemcpyHtoDAsync %zu%s", bytes,
-            fakeIsPinned(source) ? " pinned" : "");
-  CUresult error = fakeInjected("cuMemcpyHtoDAsync");
-  if (error)
-    return error;
-  if (!fakeIsPinned(source)) {
-    if (refuseInCapture(stream))
-      return kCudaErrorCaptureUnsupported;
-    if (stream)
-      drain(stream, stream->submitted);
-    else
-      fakeDrainBlocking();
-    memcpy((void *)(uintptr_t)destination, source, bytes);
-    return 0;
-  }
-  return submitCopy(stream, (void *)(uintptr_t)destination, source, bytes);
+  return hostCopy("cuMemcpyHtoDAsync", stream, source,
+                  (void *)(uintptr_t)destination, source, bytes);
 }
 
 static CUresult fakeMemcpyDtoHAsync(void *destination,
                                     unsigned long long source, size_t bytes,
                                     struct FakeStream *stream) {
-  fakeTrace("cuMemcpyDtoHAsync %zu%s", bytes,
-            fakeIsPinned(destination) ? " pinned" : "");
-  CUresult error = fakeInjected("cuMemcpyDtoHAsync");
-  if (error)
-    return error;
-  if (!fakeIsPinned(destination)) {
-    if (refuseInCapture(stream))
-      return kCudaErrorCaptureUnsupported;
-    if (stream)
-      drain(stream, stream->submitted);
-    else
-      fakeDrainBlocking();
-    memcpy(destination, (const void *)(uintptr_t)source, bytes);
-    return 0;
-  }
-  return submitCopy(stream, destination, (const void *)(uintptr_t)source,
-                    bytes);
+  return hostCopy("cuMemcpyDtoHAsync", stream, destination, destination,
+                  (const void *)(uintptr_t)source, bytes);
 }
 
 static CUresult fakeMemcpyDtoDAsync(unsigned long long destination,
