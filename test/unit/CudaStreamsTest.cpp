@@ -10,6 +10,7 @@
 #include "FakeGpu.h"
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 using namespace kiln;
@@ -50,156 +51,144 @@ struct AddProgram {
   std::vector<cuda::CUdeviceptr> buffers = std::vector<cuda::CUdeviceptr>(3);
 };
 
-TEST(CudaStreams, WorkRunsWhenWaitedFor) {
+/// The fake driver's GPU 0, and the add program on it.
+class CudaStreams : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(gpu.context) << gpu.error;
+    context = gpu.context.get();
+    program = std::make_unique<AddProgram>(*context);
+  }
   FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  AddProgram program(*gpu.context);
-  ASSERT_EQ(program.upload(0, {1, 2, 3, 4, 5, 6}), "");
-  ASSERT_EQ(program.upload(1, {10, 20, 30, 40, 50, 60}), "");
-  ASSERT_EQ(program.upload(2, std::vector<float>(6, 0)), "");
-  ASSERT_EQ(program.launch(), "");
+  cuda::Context *context = nullptr;
+  std::unique_ptr<AddProgram> program;
+};
+
+TEST_F(CudaStreams, WorkRunsWhenWaitedFor) {
+  ASSERT_EQ(program->upload(0, {1, 2, 3, 4, 5, 6}), "");
+  ASSERT_EQ(program->upload(1, {10, 20, 30, 40, 50, 60}), "");
+  ASSERT_EQ(program->upload(2, std::vector<float>(6, 0)), "");
+  ASSERT_EQ(program->launch(), "");
   // Queued, not run: the sum is not there yet.
-  EXPECT_EQ(program.peek(2)[5], 0.0f);
-  ASSERT_EQ(gpu.context->synchronize(), "");
-  EXPECT_EQ(program.peek(2)[5], 66.0f);
+  EXPECT_EQ(program->peek(2)[5], 0.0f);
+  ASSERT_EQ(context->synchronize(), "");
+  EXPECT_EQ(program->peek(2)[5], 66.0f);
 }
 
-TEST(CudaStreams, ACopyToTheHostWaitsForTheWorkBeforeIt) {
-  FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  AddProgram program(*gpu.context);
-  ASSERT_EQ(program.upload(0, {1, 2, 3, 4, 5, 6}), "");
-  ASSERT_EQ(program.upload(1, {1, 1, 1, 1, 1, 1}), "");
-  ASSERT_EQ(program.launch(), "");
+TEST_F(CudaStreams, ACopyToTheHostWaitsForTheWorkBeforeIt) {
+  ASSERT_EQ(program->upload(0, {1, 2, 3, 4, 5, 6}), "");
+  ASSERT_EQ(program->upload(1, {1, 1, 1, 1, 1, 1}), "");
+  ASSERT_EQ(program->launch(), "");
   std::vector<float> out(6, -1);
-  ASSERT_EQ(gpu.context->copyToHost(out.data(), program.buffers[2], 24), "");
+  ASSERT_EQ(context->copyToHost(out.data(), program->buffers[2], 24), "");
   EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5, 6, 7}));
 }
 
-TEST(CudaStreams, PinnedUploadsReadTheHostWhenTheyRun) {
-  FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  cuda::Context &context = *gpu.context;
-  AddProgram program(context);
+TEST_F(CudaStreams, PinnedUploadsReadTheHostWhenTheyRun) {
   void *pinned = nullptr;
-  ASSERT_EQ(context.allocateHost(24, pinned), "");
+  ASSERT_EQ(context->allocateHost(24, pinned), "");
   std::vector<float> first = {1, 1, 1, 1, 1, 1}, second = {2, 2, 2, 2, 2, 2};
   std::memcpy(pinned, first.data(), 24);
-  cuda::CUstream copy = context.getCopyStream();
-  ASSERT_EQ(context.copyToDevice(program.buffers[0], pinned, 24, copy), "");
+  cuda::CUstream copy = context->getCopyStream();
+  ASSERT_EQ(context->copyToDevice(program->buffers[0], pinned, 24, copy), "");
   // Rewritten before anything waited: the queued copy takes the new bytes,
   // as a DMA engine would. (A pageable source is read at the call.)
   std::memcpy(pinned, second.data(), 24);
   cuda::CUevent uploaded = nullptr;
-  ASSERT_EQ(context.createEvent(false, uploaded), "");
-  ASSERT_EQ(context.record(uploaded, copy), "");
-  ASSERT_EQ(context.synchronize(uploaded), "");
-  EXPECT_EQ(program.peek(0)[0], 2.0f);
+  ASSERT_EQ(context->createEvent(false, uploaded), "");
+  ASSERT_EQ(context->record(uploaded, copy), "");
+  ASSERT_EQ(context->synchronize(uploaded), "");
+  EXPECT_EQ(program->peek(0)[0], 2.0f);
   // The compute stream orders itself after the upload through the event.
   std::memcpy(pinned, first.data(), 24);
-  ASSERT_EQ(context.copyToDevice(program.buffers[1], pinned, 24, copy), "");
-  ASSERT_EQ(context.record(uploaded, copy), "");
-  ASSERT_EQ(context.wait(context.getComputeStream(), uploaded), "");
-  ASSERT_EQ(program.launch(), "");
-  ASSERT_EQ(context.synchronize(), "");
-  EXPECT_EQ(program.peek(2)[0], 3.0f);
-  EXPECT_EQ(context.destroyEvent(uploaded), "");
-  EXPECT_EQ(context.releaseHost(pinned), "");
+  ASSERT_EQ(context->copyToDevice(program->buffers[1], pinned, 24, copy), "");
+  ASSERT_EQ(context->record(uploaded, copy), "");
+  ASSERT_EQ(context->wait(context->getComputeStream(), uploaded), "");
+  ASSERT_EQ(program->launch(), "");
+  ASSERT_EQ(context->synchronize(), "");
+  EXPECT_EQ(program->peek(2)[0], 3.0f);
+  EXPECT_EQ(context->destroyEvent(uploaded), "");
+  EXPECT_EQ(context->releaseHost(pinned), "");
 }
 
-TEST(CudaStreams, AGraphReplaysWhatItsCaptureFroze) {
-  FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  cuda::Context &context = *gpu.context;
-  AddProgram program(context);
-  ASSERT_EQ(program.upload(0, {1, 2, 3, 4, 5, 6}), "");
-  ASSERT_EQ(program.upload(1, {1, 1, 1, 1, 1, 1}), "");
-  ASSERT_EQ(program.upload(2, std::vector<float>(6, 0)), "");
-  ASSERT_EQ(context.beginCapture(), "");
-  ASSERT_EQ(program.launch(), "");
+TEST_F(CudaStreams, AGraphReplaysWhatItsCaptureFroze) {
+  ASSERT_EQ(program->upload(0, {1, 2, 3, 4, 5, 6}), "");
+  ASSERT_EQ(program->upload(1, {1, 1, 1, 1, 1, 1}), "");
+  ASSERT_EQ(program->upload(2, std::vector<float>(6, 0)), "");
+  ASSERT_EQ(context->beginCapture(), "");
+  ASSERT_EQ(program->launch(), "");
   // Captured, not run.
   cuda::CUgraph graph = nullptr;
-  ASSERT_EQ(context.endCapture(graph), "");
-  ASSERT_EQ(context.synchronize(), "");
-  EXPECT_EQ(program.peek(2)[0], 0.0f);
+  ASSERT_EQ(context->endCapture(graph), "");
+  ASSERT_EQ(context->synchronize(), "");
+  EXPECT_EQ(program->peek(2)[0], 0.0f);
   cuda::CUgraphExec exec = nullptr;
-  ASSERT_EQ(context.instantiate(graph, exec), "");
-  EXPECT_EQ(context.destroyGraph(graph), "");
-  ASSERT_EQ(context.launchGraph(exec), "");
-  ASSERT_EQ(context.synchronize(), "");
-  EXPECT_EQ(program.peek(2)[0], 2.0f);
+  ASSERT_EQ(context->instantiate(graph, exec), "");
+  EXPECT_EQ(context->destroyGraph(graph), "");
+  ASSERT_EQ(context->launchGraph(exec), "");
+  ASSERT_EQ(context->synchronize(), "");
+  EXPECT_EQ(program->peek(2)[0], 2.0f);
   // The pointers were frozen, not the bytes behind them: new bytes in the
   // same buffers give new sums.
-  ASSERT_EQ(program.upload(1, {10, 10, 10, 10, 10, 10}), "");
-  ASSERT_EQ(context.launchGraph(exec), "");
-  ASSERT_EQ(context.synchronize(), "");
-  EXPECT_EQ(program.peek(2)[0], 11.0f);
-  EXPECT_EQ(context.destroyGraphExec(exec), "");
+  ASSERT_EQ(program->upload(1, {10, 10, 10, 10, 10, 10}), "");
+  ASSERT_EQ(context->launchGraph(exec), "");
+  ASSERT_EQ(context->synchronize(), "");
+  EXPECT_EQ(program->peek(2)[0], 11.0f);
+  EXPECT_EQ(context->destroyGraphExec(exec), "");
 }
 
-TEST(CudaStreams, ASynchronousCallInvalidatesACapture) {
-  FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  cuda::Context &context = *gpu.context;
-  AddProgram program(context);
-  ASSERT_EQ(context.beginCapture(), "");
-  ASSERT_EQ(program.launch(), "");
-  EXPECT_EQ(context.synchronize(),
+TEST_F(CudaStreams, ASynchronousCallInvalidatesACapture) {
+  ASSERT_EQ(context->beginCapture(), "");
+  ASSERT_EQ(program->launch(), "");
+  EXPECT_EQ(context->synchronize(),
             "cuStreamSynchronize: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED "
             "(operation not permitted when stream is capturing)");
   cuda::CUdeviceptr more = 0;
-  EXPECT_NE(context.allocate(4, more), "");
+  EXPECT_NE(context->allocate(4, more), "");
   cuda::CUgraph graph = nullptr;
-  EXPECT_EQ(context.endCapture(graph),
+  EXPECT_EQ(context->endCapture(graph),
             "cuStreamEndCapture: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED "
             "(operation failed due to a previous error during capture)");
   EXPECT_EQ(graph, nullptr);
   // The stream works again.
-  ASSERT_EQ(program.launch(), "");
-  EXPECT_EQ(context.synchronize(), "");
+  ASSERT_EQ(program->launch(), "");
+  EXPECT_EQ(context->synchronize(), "");
 }
 
-TEST(CudaStreams, EventsTimeTheWorkBetweenThem) {
-  FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  cuda::Context &context = *gpu.context;
-  AddProgram program(context);
+TEST_F(CudaStreams, EventsTimeTheWorkBetweenThem) {
   cuda::CUevent start = nullptr, end = nullptr, untimed = nullptr;
-  ASSERT_EQ(context.createEvent(true, start), "");
-  ASSERT_EQ(context.createEvent(true, end), "");
-  ASSERT_EQ(context.createEvent(false, untimed), "");
-  cuda::CUstream compute = context.getComputeStream();
-  ASSERT_EQ(context.record(start, compute), "");
-  ASSERT_EQ(program.launch(), "");
-  ASSERT_EQ(context.record(end, compute), "");
+  ASSERT_EQ(context->createEvent(true, start), "");
+  ASSERT_EQ(context->createEvent(true, end), "");
+  ASSERT_EQ(context->createEvent(false, untimed), "");
+  cuda::CUstream compute = context->getComputeStream();
+  ASSERT_EQ(context->record(start, compute), "");
+  ASSERT_EQ(program->launch(), "");
+  ASSERT_EQ(context->record(end, compute), "");
   float milliseconds = -1;
-  EXPECT_EQ(context.elapsed(start, end, milliseconds),
+  EXPECT_EQ(context->elapsed(start, end, milliseconds),
             "cuEventElapsedTime: CUDA_ERROR_NOT_READY (device not ready)");
-  ASSERT_EQ(context.synchronize(end), "");
-  ASSERT_EQ(context.elapsed(start, end, milliseconds), "");
+  ASSERT_EQ(context->synchronize(end), "");
+  ASSERT_EQ(context->elapsed(start, end, milliseconds), "");
   EXPECT_GE(milliseconds, 0.0f);
-  ASSERT_EQ(context.record(untimed, compute), "");
-  ASSERT_EQ(context.synchronize(untimed), "");
-  EXPECT_NE(context.elapsed(start, untimed, milliseconds), "");
+  ASSERT_EQ(context->record(untimed, compute), "");
+  ASSERT_EQ(context->synchronize(untimed), "");
+  EXPECT_NE(context->elapsed(start, untimed, milliseconds), "");
   for (cuda::CUevent event : {start, end, untimed})
-    EXPECT_EQ(context.destroyEvent(event), "");
+    EXPECT_EQ(context->destroyEvent(event), "");
 }
 
-TEST(CudaStreams, DynamicSharedMemoryPast48KiBIsOptedInto) {
-  FakeGpu gpu;
-  ASSERT_TRUE(gpu.context) << gpu.error;
-  cuda::Context &context = *gpu.context;
-  AddProgram program(context);
+TEST_F(CudaStreams, DynamicSharedMemoryPast48KiBIsOptedInto) {
   unsigned bytes = 64 * 1024;
-  EXPECT_NE(context.launch(program.add, "kiln_test_add", 6, 32, bytes,
-                           program.buffers),
+  EXPECT_NE(context->launch(program->add, "kiln_test_add", 6, 32, bytes,
+                            program->buffers),
             "");
-  ASSERT_EQ(context.allowSharedBytes(program.add, "kiln_test_add", bytes), "");
-  EXPECT_EQ(context.launch(program.add, "kiln_test_add", 6, 32, bytes,
-                           program.buffers),
+  ASSERT_EQ(context->allowSharedBytes(program->add, "kiln_test_add", bytes),
             "");
-  EXPECT_EQ(context.synchronize(), "");
-  EXPECT_NE(context.allowSharedBytes(program.add, "kiln_test_add", 300 << 10),
+  EXPECT_EQ(context->launch(program->add, "kiln_test_add", 6, 32, bytes,
+                            program->buffers),
+            "");
+  EXPECT_EQ(context->synchronize(), "");
+  EXPECT_NE(context->allowSharedBytes(program->add, "kiln_test_add", 300 << 10),
             "");
 }
 
