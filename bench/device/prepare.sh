@@ -13,6 +13,7 @@
 #                   bench/models/gpt2-small.kiln at batch KILN_GPT2_BATCH,
 #                   default 8), and BUNDLE/bench their sm_90 artifacts
 # BUNDLE/torch_peer.py, BUNDLE/peers   stage 4's PyTorch peer
+# BUNDLE/gpus.json  the sm_90 GPUs' peaks (kiln compile --stats) for MFU
 # BUNDLE/run.sh     the script to run there
 # Needs a built tree (scripts/build.sh).
 set -euo pipefail
@@ -61,6 +62,13 @@ sed "s/dim B = 4,/dim B = $batch,/" "$root/bench/models/gpt2-small.kiln" \
   > "$bundle/models/gpt2-small.kiln"
 grep -q "dim B = $batch," "$bundle/models/gpt2-small.kiln" ||
   { echo "prepare.sh: cannot set the batch of gpt2-small.kiln" >&2; exit 1; }
+# The GPUs' peaks for the summary's MFU, from the target's own table.
+"$kiln" compile "$root/examples/mlp.kiln" --target=cuda --arch=sm_90 --train \
+  --stats 2> /dev/null | python3 -c '
+import json, sys
+gpus = json.load(sys.stdin)["roofline"]["gpus"]
+json.dump([{k: g[k] for k in ("gpu", "fp32_flops", "bf16_flops")}
+           for g in gpus], sys.stdout)' > "$bundle/gpus.json"
 for model in gpt gpt2-small; do
   "$kiln" compile "$bundle/models/$model.kiln" --target=cuda --arch=sm_90 \
     --train -o "$bundle/bench/$model.kiln.d" 2> "$bundle/bench/$model.log"

@@ -182,10 +182,12 @@ gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1 
 python3 - "$out" "$bundle/models" "$gpu" > "$out/summary.txt" <<'PY'
 import json, os, re, sys
 out, models, gpu = sys.argv[1:4]
-# Datasheet peaks, dense (FLOP/s): FP32 on the CUDA cores, BF16 tensor cores.
-peaks = {"H200": (67e12, 989e12), "H100": (67e12, 989e12),
-         "A100": (19.5e12, 312e12)}
-peak = next((v for k, v in peaks.items() if k in gpu), None)
+# The datasheet's dense peaks (FLOP/s) of the GPUs the target knows, as
+# prepare.sh took them from `kiln compile --stats` (GpuFigures.cpp): FP32
+# on the CUDA cores, BF16 on the tensor cores.
+figures = json.load(open(os.path.join(models, "..", "gpus.json")))
+peak = next(((g["fp32_flops"], g["bf16_flops"]) for g in figures
+             if g["gpu"].split()[0] in gpu), None)
 print(f"GPU: {gpu or 'unknown'}")
 print(f"{'model':<12} {'run':<16} {'step ms':>9} {'tokens/s':>11} "
       f"{'MFU fp32':>9} {'MFU bf16':>9}  loss first -> last")
