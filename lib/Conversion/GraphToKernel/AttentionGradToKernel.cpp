@@ -7,10 +7,12 @@
 //   P  = softmax(S) over the visible keys   (rows: zero where masked)
 //   dv = P^T dout                           (GEMM)
 //   dP = dout v^T                           (GEMM)
-//   dS = P (dP - rowsum(dP P)) * scale      (rows)
+//   dS = P (dP - rowsum(dout out)) * scale  (rows)
 //   dq = dS k,  dk = dS^T q                 (GEMMs)
-// P is recomputed from q and k (nothing of the forward is kept), with the
-// forward's max-subtracted exponentials and increasing key order. S, P, dP
+// P is recomputed from q and k, with the forward's max-subtracted
+// exponentials and increasing key order; of the forward only its result
+// `out` is read (rowsum(dout out) = rowsum(dP P), over the value dim
+// rather than the keys). S, P, dP
 // and dS live in two transients of [batch, queries, keys]. Sums inside a
 // GEMM follow the library's order, so f32 results agree with the
 // interpreter's loops to rounding (~1e-7), not bit for bit; nothing
@@ -67,7 +69,8 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
 
     Value q = lowering.lookup(op.getQuery()), k = lowering.lookup(op.getKey()),
           v = lowering.lookup(op.getValue()),
-          dout = lowering.lookup(op.getResultGrad());
+          dout = lowering.lookup(op.getResultGrad()),
+          out = lowering.lookup(op.getOut());
     auto matrices = MemRefType::get({batches, queries, keys}, elementType);
     Value probabilities = lowering.allocateTransient(matrices);
     Value products = lowering.allocateTransient(matrices);
@@ -94,21 +97,25 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
     gemm(dout, v, products, queries, keys, valueDim, queries * valueDim,
          keys * valueDim, false, true, 1.0);
 
-    // dS = P (dP - rowsum(dP P)) * scale, over dP in place.
+    // dS = P (dP - rowsum(dout out)) * scale, over dP in place.
     lowering.launch(
-        loc, origin, {rowsView, lowering.view(products, {rows, keys})}, rows,
-        3 * keys, [&](OpBuilder &b, Location loc, ValueRange args) {
+        loc, origin,
+        {rowsView, lowering.view(products, {rows, keys}),
+         lowering.view(dout, {rows, valueDim}),
+         lowering.view(out, {rows, valueDim})},
+        rows, 2 * keys + 2 * valueDim,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                             Value row) {
             auto load = [&](Value buffer, Value j) -> Value {
               return memref::LoadOp::create(b, loc, buffer, ValueRange{row, j});
             };
             Value dot = kb::forLoop(
-                b, loc, keys, kb::floatConst(b, loc, elementType, 0.0),
-                [&](OpBuilder &b, Location loc, Value j,
+                b, loc, valueDim, kb::floatConst(b, loc, elementType, 0.0),
+                [&](OpBuilder &b, Location loc, Value e,
                     ValueRange acc) -> SmallVector<Value> {
-                  Value term = arith::MulFOp::create(b, loc, load(args[0], j),
-                                                     load(args[1], j));
+                  Value term = arith::MulFOp::create(b, loc, load(args[2], e),
+                                                     load(args[3], e));
                   return {arith::AddFOp::create(b, loc, acc[0], term)};
                 })[0];
             Value scaleValue = kb::floatConst(b, loc, elementType, scale);

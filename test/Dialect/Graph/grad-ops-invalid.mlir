@@ -65,17 +65,17 @@ func.func @reduce_max_grad_element_type(%dy: tensor<4xf64>, %x: tensor<4x8xf32>)
 
 // -----
 
-func.func @attention_grad_dout(%do: tensor<2x16x4xf32>, %q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>) {
+func.func @attention_grad_dout(%do: tensor<2x16x4xf32>, %q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %o: tensor<2x16x4xf32>) {
   // expected-error @+1 {{'graph.attention_grad' op result_grad shape 2x16x4 does not match the inferred shape 2x16x8}}
-  %dq, %dk, %dv = graph.attention_grad %do, %q, %k, %v : tensor<2x16x4xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  %dq, %dk, %dv = graph.attention_grad %do, %q, %k, %v, %o : tensor<2x16x4xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
   return
 }
 
 // -----
 
-func.func @attention_grad_scale(%do: tensor<2x16x8xf32>, %q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>) {
+func.func @attention_grad_scale(%do: tensor<2x16x8xf32>, %q: tensor<2x16x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>, %o: tensor<2x16x8xf32>) {
   // expected-error @+1 {{'graph.attention_grad' op scale must be finite and positive, got 0}}
-  %dq, %dk, %dv = graph.attention_grad %do, %q, %k, %v {scale = 0.0 : f64} : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  %dq, %dk, %dv = graph.attention_grad %do, %q, %k, %v, %o {scale = 0.0 : f64} : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
   return
 }
 

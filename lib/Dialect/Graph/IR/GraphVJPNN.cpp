@@ -49,7 +49,7 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &builder,
   auto grad = AttentionGradOp::create(
       builder, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), cotangents[0], getQuery(), getKey(), getValue(),
-      getCausalAttr(), getScaleAttr());
+      getResult(), getCausalAttr(), getScaleAttr());
   operandCotangents.append(
       {grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   return success();
