@@ -22,6 +22,11 @@ def ConvertGraphToKernel : Pass<"convert-graph-to-kernel", "::mlir::ModuleOp"> {
     kernels reading their fused operand through the region's formulas. The
     graph functions are removed.
 
+    Where the target has fused attention kernels
+    (TargetInfo::getFusedAttentionHeadDimLimit) and `fused-attention` is
+    set, graph.attention and its gradient lower to them
+    (FusedAttentionToKernel.cpp): no [queries, keys] buffer.
+
     The block sizes of the templates (column blocks, update and norm blocks)
     come from the target object of `target`; on the cpu each kernel gets the
     `grain` its thread pool cuts the range by, elsewhere none.
@@ -29,6 +34,9 @@ def ConvertGraphToKernel : Pass<"convert-graph-to-kernel", "::mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
            "The target the kernels are scheduled for: cpu or cuda">,
+    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
+           "Lower attention to the target's fused kernels where it has "
+           "them (false: GEMMs around a row kernel everywhere)">,
   ];
   let dependentDialects = [
     "::kiln::kernel::KernelDialect", "::mlir::affine::AffineDialect",

@@ -69,6 +69,9 @@ def Kernel_Dialect : Dialect {
     /// it may hold memref.alloca, a block's shared memory and the values
     /// its threads keep across barriers, on the stack.
     static constexpr ::llvm::StringLiteral kEmulatorAttr = "kernel.emulator";
+    /// On a kernel.func: one part of a fused attention (FusedAttention.h),
+    /// whose body is the reference a target's fused kernel stands for.
+    static constexpr ::llvm::StringLiteral kAttentionAttr = "kernel.attention";
   }];
 }
 

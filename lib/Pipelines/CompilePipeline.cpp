@@ -94,7 +94,8 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // Elementwise and data-movement chains become one kernel each.
   if (options.fuse)
     pm.addPass(graph::createGraphFuse());
-  pm.addPass(createConvertGraphToKernel({target->getName().str()}));
+  pm.addPass(createConvertGraphToKernel(
+      {target->getName().str(), options.fusedAttention}));
   // Identical views of one buffer fold together before buffers are placed.
   pm.addPass(createCSEPass());
   // Independent neighbours (the optimizer's per-parameter updates first)
@@ -151,6 +152,10 @@ struct CompilePipelineOptions : PassPipelineOptions<CompilePipelineOptions> {
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Fuse ops and merge launches"),
                     llvm::cl::init(true)};
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("Attention through the target's fused kernels"),
+      llvm::cl::init(true)};
   Option<bool> recompute{
       *this, "recompute",
       llvm::cl::desc("Recompute activations to meet memory-budget"),
@@ -189,6 +194,7 @@ void kiln::registerCompilePipeline() {
         options.arch = pipelineOptions.arch;
         options.train = pipelineOptions.train;
         options.fuse = pipelineOptions.fuse;
+        options.fusedAttention = pipelineOptions.fusedAttention;
         options.recompute = pipelineOptions.recompute;
         options.memoryBudget = pipelineOptions.memoryBudget;
         options.naiveArena = pipelineOptions.naiveArena;

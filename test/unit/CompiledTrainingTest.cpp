@@ -253,6 +253,8 @@ struct TrainingCase {
   const char *name;
   const char *model;
   bool f64;
+  /// Dims set in place of the model's (`kiln compile --dim`).
+  std::vector<frontend::DimOverride> dims = {};
 };
 
 void PrintTo(const TrainingCase &c, std::ostream *os) { *os << c.name; }
@@ -272,12 +274,13 @@ protected:
 
   /// The model with its training entries (accumulate > 0 overrides the
   /// train block's).
-  OwningOpRef<ModuleOp> loadTraining(const std::string &relative,
-                                     int64_t accumulate = 0) {
+  OwningOpRef<ModuleOp>
+  loadTraining(const std::string &relative, int64_t accumulate = 0,
+               ArrayRef<frontend::DimOverride> dims = {}) {
     std::string errors;
     llvm::raw_string_ostream os(errors);
     OwningOpRef<ModuleOp> module = frontend::loadModelFile(
-        sourcePath(relative), sourceMgr, context, os);
+        sourcePath(relative), sourceMgr, context, os, dims);
     EXPECT_TRUE(module) << errors;
     if (!module)
       return nullptr;
@@ -758,6 +761,116 @@ TEST_P(CudaEmulatorTest, TrainingMatchesCpu) {
       std::printf("\n");
   }
 }
+
+/// The fused attention of the cuda target (AttentionTemplate.cpp: the
+/// forward, the key/value and the query gradients, no [T, T] buffer), causal
+/// and not in one model, through the checked emulator against the
+/// interpreter from the same parameters and batch: the loss and every
+/// parameter's step-0 gradient per tensor within 1e-5.
+class FusedAttentionTest : public CompiledTrainingTest {};
+
+TEST_P(FusedAttentionTest, GradientsMatchInterpreter) {
+  const TrainingCase &c = GetParam();
+  OwningOpRef<ModuleOp> module = loadTraining(c.model, 2, c.dims);
+  ASSERT_TRUE(module);
+  auto step = module->lookupSymbol<func::FuncOp>("accumulate_step");
+  ASSERT_TRUE(step);
+  std::set<std::string> inputs;
+  NamedTensors values = syntheticValues(step, inputs);
+  std::string directory =
+      compile(*module, TargetKind::Cuda, /*checkedEmulator=*/true);
+  ASSERT_FALSE(HasFailure());
+  CompiledSession emulated(directory, 2, "cuda-emulator");
+  ASSERT_TRUE(emulated.ok());
+  NamedTensors batch;
+  for (const std::string &input : inputs)
+    batch[input] = values.at(input);
+  emulated.load(batch, inputs);
+  // The interpreter starts from the session's seed-0 parameters.
+  for (auto &[name, tensor] : values)
+    if (!inputs.count(name))
+      tensor = Tensor::fromDoubles(
+          ElementType::F32,
+          std::vector<int64_t>(tensor.getShape().begin(),
+                               tensor.getShape().end()),
+          floatsOf(emulated.get(name, tensor), ElementType::F32));
+  NamedTensors reference = values;
+  NamedTensors outputs = runInterpreted(step, reference);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_TRUE(emulated.run("accumulate_step"));
+
+  Tensor lossLike(ElementType::F32, {});
+  double want = outputs.at("loss").getDouble(0);
+  double lossError =
+      std::fabs(floatsOf(emulated.output("loss", lossLike),
+                         ElementType::F32)[0] -
+                want) /
+      std::fabs(want);
+  EXPECT_LE(lossError, kF32StepOneTolerance);
+  // A gradient that is exactly zero (with one key, softmax is 1 whatever
+  // the query and key) is held to the largest gradient's norm instead: both
+  // sides compute rounding noise there, in different orders.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>
+      gradients;
+  double largest = 0;
+  for (const auto &[name, tensor] : reference) {
+    if (!llvm::StringRef(name).ends_with(".grad_acc"))
+      continue;
+    std::vector<double> expected;
+    double norm = 0;
+    for (int64_t e = 0; e < tensor.getNumElements(); ++e) {
+      expected.push_back(tensor.getDouble(e));
+      norm += expected.back() * expected.back();
+    }
+    largest = std::max(largest, std::sqrt(norm));
+    gradients[name] = {floatsOf(emulated.get(name, tensor), ElementType::F32),
+                       expected};
+  }
+  EXPECT_GT(largest, 0) << "no gradient to compare";
+  double worst = 0;
+  std::string worstName;
+  for (const auto &[name, pair] : gradients) {
+    const auto &[got, expected] = pair;
+    double error = relativeError(got, expected);
+    if (std::isinf(error)) {
+      double diff = 0;
+      for (double value : got)
+        diff += value * value;
+      error = std::sqrt(diff) / largest;
+    }
+    EXPECT_LE(error, kF32StepOneTolerance) << name;
+    if (error >= worst) {
+      worst = error;
+      worstName = name;
+    }
+  }
+  size_t compared = gradients.size();
+  EXPECT_EQ(compared, 4u) << "a gradient per projection";
+  std::printf("[ attention ] %-12s loss %.3g, worst gradient |d|/|ref| %.3g "
+              "(%s)\n",
+              c.name, lossError, worst, worstName.c_str());
+}
+
+/// Rows: one, a tile less one, a tile (32 keys) twice, past it; many tiles.
+/// Head dims 32, 64 and 128: 4, 8 and 16 lanes per row.
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FusedAttentionTest,
+    ::testing::Values(
+        TrainingCase{"t1_e64", "test/Target/Cuda/Inputs/attention.kiln", false,
+                     {{"T", 1}, {"E", 64}}},
+        TrainingCase{"t63_e32", "test/Target/Cuda/Inputs/attention.kiln",
+                     false, {{"T", 63}, {"E", 32}}},
+        TrainingCase{"t64_e64", "test/Target/Cuda/Inputs/attention.kiln",
+                     false, {{"T", 64}, {"E", 64}}},
+        TrainingCase{"t65_e128", "test/Target/Cuda/Inputs/attention.kiln",
+                     false, {{"T", 65}, {"E", 128}}},
+        TrainingCase{"t65_e32", "test/Target/Cuda/Inputs/attention.kiln",
+                     false, {{"T", 65}, {"E", 32}}},
+        TrainingCase{"t1000_e64", "test/Target/Cuda/Inputs/attention.kiln",
+                     false, {{"T", 1000}, {"E", 64}, {"B", 1}, {"H", 1}}}),
+    [](const ::testing::TestParamInfo<TrainingCase> &info) {
+      return std::string(info.param.name);
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     Examples, CudaEmulatorTest,

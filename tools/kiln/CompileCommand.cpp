@@ -136,6 +136,13 @@ static cl::opt<bool> noFuse(
     cl::desc("Compile without fusion: no graph.fusion regions (--graph-fuse) "
              "and no merged launches (--kernel-merge-launches)"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> noFusedAttention(
+    "no-fused-attention",
+    cl::desc("On a target with fused attention kernels (cuda), lower "
+             "attention to GEMMs around a row kernel instead, its [B, H, T, "
+             "T] scores in memory: the baseline the fused kernels are "
+             "measured against"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> noRecompute(
     "no-recompute",
     cl::desc("Compile without recomputation: under --memory-budget, no "
@@ -216,6 +223,7 @@ static kiln::CompileOptions pipelineOptions(int64_t budget) {
       compileTarget == kiln::TargetKind::Cuda ? gpuArch.getValue() : hostCpu;
   options.train = compileTrain;
   options.fuse = !noFuse;
+  options.fusedAttention = !noFusedAttention;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
   return options;

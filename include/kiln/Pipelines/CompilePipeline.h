@@ -32,6 +32,9 @@ struct CompileOptions {
   /// Group ops into graph.fusion regions (--graph-fuse) and merge
   /// independent launches (multi-tensor kernels); `--no-fuse` clears it.
   bool fuse = true;
+  /// Lower attention to the target's fused kernels where it has them (the
+  /// cuda target); `--no-fused-attention` clears it.
+  bool fusedAttention = true;
   /// Recompute forward activations in the backward to meet `memoryBudget`
   /// (--graph-recompute); `--no-recompute` clears it.
   bool recompute = true;

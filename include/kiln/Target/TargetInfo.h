@@ -94,6 +94,10 @@ public:
   /// The GPUs of the arch, whose figures the roofline model holds the
   /// kernels against (cuda/GpuFigures.h); none on the cpu.
   virtual llvm::ArrayRef<cuda::GpuFigures> getGpus() const = 0;
+  /// The largest head dim (of the keys and of the values) the target's
+  /// fused attention kernels take (kernel/IR/FusedAttention.h); 0 where
+  /// attention is library GEMMs around a row kernel.
+  virtual int64_t getFusedAttentionHeadDimLimit() const = 0;
 
   /// The target of `kind` for `arch` (empty: the target's default), or
   /// null with `error` set when `arch` is not one it supports.

@@ -1,6 +1,8 @@
 //===- AttentionGradToKernel.cpp - graph.attention_grad to GEMMs ----------===//
 //
-// Part of Kiln. The matrix products of the attention gradient are library
+// Part of Kiln. After a fused forward (which saved each row's log-sum-exp),
+// the fused backward of FusedAttentionToKernel.cpp. Otherwise the matrix
+// products of the attention gradient are library
 // GEMMs, batched over (batch x head), and the row work between them is two
 // row kernels:
 //   S  = q k^T * scale                      (GEMM)
@@ -71,6 +73,14 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
           v = lowering.lookup(op.getValue()),
           dout = lowering.lookup(op.getResultGrad()),
           out = lowering.lookup(op.getOut());
+    // The forward's fused kernel saved its log-sum-exp: the fused backward.
+    AttentionShape shape{batches, queries, keys, keyDim, causal, scale};
+    if (Value lse = lowering.lookupStatistics(op.getOut());
+        lse && canFuseAttention(lowering, shape, valueDim, elementType)) {
+      lowerFusedAttentionGrad(lowering, loc, origin, q, k, v, out, lse, dout,
+                              dq, dk, dv, shape, valueDim);
+      return success();
+    }
     auto matrices = MemRefType::get({batches, queries, keys}, elementType);
     Value probabilities = lowering.allocateTransient(matrices);
     Value products = lowering.allocateTransient(matrices);
@@ -85,7 +95,6 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
     };
 
     // S = q k^T * scale, then P in place.
-    AttentionShape shape{batches, queries, keys, keyDim, causal, scale};
     computeAttentionProbabilities(lowering, loc, origin, q, k, probabilities,
                                   shape);
     int64_t rows = batches * queries;

@@ -1,6 +1,8 @@
 //===- AttentionToKernel.cpp - graph.attention to GEMMs and a row kernel --===//
 //
-// Part of Kiln. out = softmax(q k^T * scale [causal]) v as two batched
+// Part of Kiln. Where the target has fused attention kernels, they take it
+// (FusedAttentionToKernel.cpp); otherwise
+// out = softmax(q k^T * scale [causal]) v as two batched
 // library GEMMs around a row kernel: the scores go into a scratch buffer of
 // [batch, queries, keys] (a transient, not an allocation inside a kernel),
 // the row kernel turns each row into probabilities -- the max-subtracted
@@ -128,13 +130,27 @@ struct AttentionToKernel : OpToKernelPattern<graph::AttentionOp> {
           origin);
       return success();
     }
+    AttentionShape shape{batches,        queries,
+                         keys,           keyDim,
+                         op.getCausal(), op.getEffectiveScale()};
+    if (canFuseAttention(lowering, shape, valueDim, elementType)) {
+      // The log-sum-exp of each row, for the gradient.
+      Value lse = lowering.allocateTransient(
+          MemRefType::get({batches, queries}, elementType));
+      lowerFusedAttention(lowering, op.getLoc(), origin,
+                          lowering.lookup(op.getQuery()),
+                          lowering.lookup(op.getKey()),
+                          lowering.lookup(op.getValue()), result, lse, shape,
+                          valueDim);
+      lowering.bindStatistics(op.getResult(), lse);
+      return success();
+    }
     Value probabilities = lowering.allocateTransient(
         MemRefType::get({batches, queries, keys}, elementType));
-    computeAttentionProbabilities(
-        lowering, op.getLoc(), origin, lowering.lookup(op.getQuery()),
-        lowering.lookup(op.getKey()), probabilities,
-        {batches, queries, keys, keyDim, op.getCausal(),
-         op.getEffectiveScale()});
+    computeAttentionProbabilities(lowering, op.getLoc(), origin,
+                                  lowering.lookup(op.getQuery()),
+                                  lowering.lookup(op.getKey()), probabilities,
+                                  shape);
     auto weighted = kernel::GemmOp::create(
         lowering.getBuilder(), op.getLoc(), probabilities,
         lowering.lookup(op.getValue()), result, queries, valueDim, keys,

@@ -184,12 +184,13 @@ static FailureOr<kernel::EntryOp> createEntry(ModuleOp module,
 static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
                                    StringRef name,
                                    const GraphToKernelPatternSet &patterns,
-                                   const TargetInfo &target) {
+                                   const TargetInfo &target,
+                                   bool fusedAttention) {
   FailureOr<kernel::EntryOp> entry = createEntry(module, function, name);
   if (failed(entry))
     return failure();
   KernelLowering lowering(module, *entry, function, isTrainingEntry(name),
-                          patterns, target);
+                          patterns, target, fusedAttention);
   for (Operation &op : function.getBody().front()) {
     if (auto returnOp = dyn_cast<func::ReturnOp>(op)) {
       lowering.finish(returnOp.getOperands());
@@ -231,16 +232,18 @@ struct ConvertGraphToKernelPass
       if (function.getSymName() == "forward") {
         if (func::FuncOp predict = buildPredictFunction(function)) {
           LogicalResult result =
-              lowerFunction(module, predict, "predict", patterns, *targetInfo);
+              lowerFunction(module, predict, "predict", patterns, *targetInfo,
+                            fusedAttention);
           predict.erase();
           if (failed(result))
             return signalPassFailure();
         }
         if (failed(lowerFunction(module, function, "eval_step", patterns,
-                                 *targetInfo)))
+                                 *targetInfo, fusedAttention)))
           return signalPassFailure();
       } else if (failed(lowerFunction(module, function, function.getSymName(),
-                                      patterns, *targetInfo))) {
+                                      patterns, *targetInfo,
+                                      fusedAttention))) {
         return signalPassFailure();
       }
       function.erase();

@@ -44,10 +44,11 @@ bool kiln::isEntryArgument(func::FuncOp function, BlockArgument argument) {
 KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
                                func::FuncOp source, bool training,
                                const GraphToKernelPatternSet &patterns,
-                               const TargetInfo &target)
+                               const TargetInfo &target, bool fusedAttention)
     : module(module), symbols(module), entry(entry),
       builder(module.getContext()), training(training), target(target),
-      schedule(target.getScheduleParameters()), patterns(patterns) {
+      schedule(target.getScheduleParameters()),
+      fusedAttention(fusedAttention), patterns(patterns) {
   builder.setInsertionPointToEnd(&entry.getBody().front());
   // Arguments: bound by position to the source's entry arguments, then one
   // output per result that is not an update (EntryOp construction in

@@ -10,6 +10,7 @@
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/Cuda/CudaTarget.h"
 
+#include "AttentionTemplate.h"
 #include "EmulateBlock.h"
 #include "EmulatorChecks.h"
 #include "RowTemplate.h"
@@ -45,7 +46,8 @@ GpuTemplateCounts kiln::countGpuTemplates(ModuleOp gpuModule) {
       return;
     ++counts.kernels;
     if (func->hasAttr(kElementwiseAttr) || func->hasAttr(kRowTemplateAttr) ||
-        func->hasAttr(kScatterAttr) || func->hasAttr(kTransposeAttr))
+        func->hasAttr(kScatterAttr) || func->hasAttr(kTransposeAttr) ||
+        func->hasAttr(kAttentionTemplateAttr))
       return;
     // A scalar kernel (one block, no loop: a step counter) has nothing to
     // spread.

@@ -1,9 +1,10 @@
 //===- ConvertKernelToGpu.cpp - Kernels onto GPU blocks and threads -------===//
 //
-// Part of Kiln. --convert-kernel-to-gpu (Passes.td): the elementwise
-// template, the transpose template (TransposeTemplate.cpp), the row
-// template (RowTemplate.cpp), the scatter partitions, else one iteration of
-// a kernel's range per thread.
+// Part of Kiln. --convert-kernel-to-gpu (Passes.td): the attention
+// template for the parts of a fused attention (AttentionTemplate.cpp), the
+// elementwise template, the transpose template (TransposeTemplate.cpp), the
+// row template (RowTemplate.cpp), the scatter partitions, else one
+// iteration of a kernel's range per thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/RestrictToChunk.h"
 
+#include "AttentionTemplate.h"
 #include "KernelFunc.h"
 #include "RowTemplate.h"
 #include "ScatterPartition.h"
@@ -83,6 +85,9 @@ struct Kernel {
   /// Shared-memory tiles for loads across the store order
   /// (TransposeTemplate.h).
   std::optional<TransposePlan> transpose;
+  /// A part of a fused attention, whose reference body the attention
+  /// template replaces (AttentionTemplate.h).
+  std::optional<AttentionPlan> attention;
 };
 
 /// For each kernel, which of its arguments some launch passes a buffer
@@ -365,10 +370,15 @@ struct ConvertKernelToGpuPass
       // A kernel no launch calls: nothing shows its buffers apart.
       if (!aliased.count(kernel.getSymNameAttr()))
         aliasedArguments.assign(kernel.getNumArguments(), true);
+      std::optional<kernel::FusedAttention> attention =
+          kernel::FusedAttention::fromAttr(
+              kernel->getAttr(kernel::KernelDialect::kAttentionAttr));
       func::FuncOp body = outlineKernelBody(kernel, name + "_body");
       kernel.erase();
       kernels.push_back(
           {name, range, body, loc, {}, 1, aliasedArguments, std::nullopt});
+      if (attention)
+        kernels.back().attention = planAttention(*attention, body, warp);
     }
 
     // linalg → loops; then a thread per element of elementwise loops, or a
@@ -379,6 +389,8 @@ struct ConvertKernelToGpuPass
     if (failed(runPipeline(toLoops, module)))
       return signalPassFailure();
     for (Kernel &kernel : kernels) {
+      if (kernel.attention)
+        continue;
       kernel.loops = getElementwiseLoops(kernel.body);
       // One loop nest reading some operand across its store order: tiles.
       if (kernel.loops.size() == 1 && !hasNestedLoop(kernel)) {
@@ -415,7 +427,10 @@ struct ConvertKernelToGpuPass
         gpu::GPUModuleOp::create(builder, module.getLoc(), "kiln_kernels");
     builder.setInsertionPointToStart(gpuModule.getBody());
     for (Kernel &kernel : kernels) {
-      if (kernel.transpose) {
+      if (kernel.attention) {
+        buildAttentionKernel(builder, kernel.name, kernel.loc, kernel.body,
+                             *kernel.attention);
+      } else if (kernel.transpose) {
         buildTransposeKernel(builder, kernel.name, kernel.loc, kernel.body,
                              *kernel.transpose);
       } else if (kernel.row) {

@@ -56,6 +56,9 @@ public:
   llvm::ArrayRef<cuda::GpuFigures> getGpus() const override {
     return cuda::getGpusForArch(getArch());
   }
+  // The attention template's tiles (AttentionTemplate.cpp) hold a row's
+  // head dim in 8 or 16 lanes of at most 8 columns each.
+  int64_t getFusedAttentionHeadDimLimit() const override { return 128; }
 };
 } // namespace
 

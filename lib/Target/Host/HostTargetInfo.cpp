@@ -43,6 +43,9 @@ public:
   int64_t getMaxVectorBytes() const override { return 64; }
   int64_t getElementwiseBlockSize() const override { return 0; }
   llvm::ArrayRef<cuda::GpuFigures> getGpus() const override { return {}; }
+  // The GEMM library's attention (two batched GEMMs around a row kernel)
+  // is faster here than a row of scalar loops per iteration.
+  int64_t getFusedAttentionHeadDimLimit() const override { return 0; }
 };
 } // namespace
 

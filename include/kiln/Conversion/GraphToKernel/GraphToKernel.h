@@ -96,7 +96,7 @@ public:
   KernelLowering(mlir::ModuleOp module, kernel::EntryOp entry,
                  mlir::func::FuncOp source, bool training,
                  const GraphToKernelPatternSet &patterns,
-                 const TargetInfo &target);
+                 const TargetInfo &target, bool fusedAttention = true);
 
   /// The builder that inserts entry-level ops (alloc, launch, gemm, ...) in
   /// program order.
@@ -106,11 +106,24 @@ public:
   bool isTraining() const { return training; }
   /// The block sizes of the templates, from the target.
   const ScheduleParameters &getSchedule() const { return schedule; }
+  /// What the target decides beyond the block sizes.
+  const TargetInfo &getTarget() const { return target; }
+  /// Whether attention may take the target's fused kernels
+  /// (--convert-graph-to-kernel's fused-attention).
+  bool allowsFusedAttention() const { return fusedAttention; }
 
   /// The buffer bound to a graph value (a memref of the tensor's shape).
   mlir::Value lookup(mlir::Value tensor) const;
   /// Binds `buffer` to the graph value `tensor`.
   void bind(mlir::Value tensor, mlir::Value buffer);
+  /// Per-row statistics a fused op saved beside its result `tensor` (a
+  /// fused attention's log-sum-exp), for the op's gradient; null if none.
+  void bindStatistics(mlir::Value tensor, mlir::Value buffer) {
+    statistics[tensor] = buffer;
+  }
+  mlir::Value lookupStatistics(mlir::Value tensor) const {
+    return statistics.lookup(tensor);
+  }
 
   /// A fresh buffer for the result `tensor` of the op being lowered. For a
   /// result that updates a parameter or state (`graph.update = "X"`), X's
@@ -199,7 +212,9 @@ private:
   bool training;
   const TargetInfo &target;
   ScheduleParameters schedule;
+  bool fusedAttention;
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  llvm::DenseMap<mlir::Value, mlir::Value> statistics;
   /// For each `graph.update` result: the buffer of the parameter or state it
   /// updates, until allocateResult writes it there (then null).
   llvm::DenseMap<mlir::Value, mlir::Value> updateBuffers;
@@ -300,6 +315,27 @@ void computeAttentionProbabilities(KernelLowering &lowering,
                                    mlir::Value query, mlir::Value key,
                                    mlir::Value probabilities,
                                    const AttentionShape &shape);
+
+/// The fused attention of a target that has one (FusedAttention.h), in
+/// FusedAttentionToKernel.cpp. Whether `shape` (with `valueDim`, of
+/// `elementType`) takes it on the lowering's target.
+bool canFuseAttention(const KernelLowering &lowering,
+                      const AttentionShape &shape, int64_t valueDim,
+                      mlir::Type elementType);
+/// out and its log-sum-exp (bound as out's statistics) from q, k, v.
+void lowerFusedAttention(KernelLowering &lowering, mlir::Location loc,
+                         llvm::StringRef origin, mlir::Value query,
+                         mlir::Value key, mlir::Value value, mlir::Value out,
+                         mlir::Value lse, const AttentionShape &shape,
+                         int64_t valueDim);
+/// dq, dk, dv from the forward's buffers and the log-sum-exp it saved.
+void lowerFusedAttentionGrad(KernelLowering &lowering, mlir::Location loc,
+                             llvm::StringRef origin, mlir::Value query,
+                             mlir::Value key, mlir::Value value,
+                             mlir::Value out, mlir::Value lse,
+                             mlir::Value resultGrad, mlir::Value queryGrad,
+                             mlir::Value keyGrad, mlir::Value valueGrad,
+                             const AttentionShape &shape, int64_t valueDim);
 
 /// Every family of lowering patterns (Patterns.cpp).
 void populateGraphToKernelPatterns(GraphToKernelPatternSet &patterns);

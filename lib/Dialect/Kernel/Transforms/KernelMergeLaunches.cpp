@@ -73,7 +73,9 @@ bool areDisjoint(Box a, Box b) {
 /// pairs need a launch of their own).
 static bool isMergeable(LaunchOp launch, FuncOp kernel,
                         BufferAccessAnalysis &access) {
-  if (!kernel || kernel.getRange() <= 0)
+  // A fused attention's kernel is the target's own template, not its body.
+  if (!kernel || kernel.getRange() <= 0 ||
+      kernel->hasAttr(KernelDialect::kAttentionAttr))
     return false;
   return access.getElementwiseOperandPairs(launch).empty();
 }

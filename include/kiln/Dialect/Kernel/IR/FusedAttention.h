@@ -1,0 +1,70 @@
+//===- FusedAttention.h - The parts of a fused attention --------*- C++ -*-===//
+//
+// Part of Kiln. Where a target has fused attention kernels
+// (TargetInfo::getFusedAttentionHeadDimLimit), graph.attention and its
+// gradient lower to kernel.funcs that carry this description as their
+// `kernel.attention` attribute. Their bodies are plain reference loops (a
+// row of the output per iteration of the range: what the kernel computes,
+// which buffers it reads and writes); the target replaces each with its
+// tiled kernel (the cuda target: AttentionTemplate.cpp), which never holds
+// the [queries, keys] scores in global memory.
+//
+// Buffers, all [batches, rows, dim] row-major (lse and delta [batches,
+// queries]):
+//   forward         q, k, v -> out, lse (the log-sum-exp of each row of
+//                   scaled scores, which the backward recomputes P from)
+//   key_value_grad  q, k, v, dout, lse, delta -> dk, dv  (a row per key)
+//   query_grad      q, k, v, dout, lse, delta -> dq      (a row per query)
+// where delta = rowsum(dout * out), a row kernel of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KERNEL_IR_FUSEDATTENTION_H
+#define KILN_DIALECT_KERNEL_IR_FUSEDATTENTION_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace kiln::kernel {
+
+struct FusedAttention {
+  enum class Part { Forward, KeyValueGrad, QueryGrad };
+  Part part = Part::Forward;
+  int64_t batches = 1;
+  int64_t queries = 1;
+  int64_t keys = 1;
+  int64_t keyDim = 1;
+  int64_t valueDim = 1;
+  bool causal = false;
+  double scale = 1.0;
+
+  /// The buffers the part's kernel takes, in order.
+  unsigned getNumBuffers() const {
+    return part == Part::Forward ? 5 : part == Part::KeyValueGrad ? 8 : 7;
+  }
+  /// The part's rows: queries, or keys for key_value_grad.
+  int64_t getRows() const {
+    return part == Part::KeyValueGrad ? keys : queries;
+  }
+
+  /// The (query, key) pairs the part computes a probability for: every
+  /// pair, or under the causal mask those whose key is at most the query.
+  int64_t getPairs() const;
+  /// The floating-point operations of the part: per pair, the products of
+  /// its rows (two per multiply-add) and the softmax's scalar work.
+  int64_t getFlops() const;
+
+  /// As a dictionary attribute, and back (nullopt: not one).
+  mlir::Attribute toAttr(mlir::MLIRContext *context) const;
+  static std::optional<FusedAttention> fromAttr(mlir::Attribute attr);
+};
+
+llvm::StringRef getPartName(FusedAttention::Part part);
+
+} // namespace kiln::kernel
+
+#endif // KILN_DIALECT_KERNEL_IR_FUSEDATTENTION_H

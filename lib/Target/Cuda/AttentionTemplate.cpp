@@ -1,0 +1,536 @@
+//===- AttentionTemplate.cpp - Flash attention on the GPU -----------------===//
+//
+// Part of Kiln. The attention template (AttentionTemplate.h): the three
+// parts of a fused attention as tiled kernels.
+//
+//   forward         a row per query: for each key of each key tile, the
+//                   score q.k * scale; a running maximum m and exp-sum l;
+//                   the output row rescaled by exp(m_old - m_new) and
+//                   p * v added. out = o / l, lse = m + log(l).
+//   key_value_grad  a row per key: for each query of each query tile (with
+//                   its lse and delta = rowsum(dout * out)),
+//                   p = exp(q.k * scale - lse), dv += p * dout,
+//                   ds = p * (dout.v - delta) * scale, dk += ds * q.
+//   query_grad      a row per query: for each key, the same p and ds,
+//                   dq += ds * k.
+//
+// Each sum over a row's columns is its lanes' partial sums combined by a
+// butterfly of shuffles; IEEE addition commutes, so every lane of the group
+// ends with the same bits. Every loop that holds a barrier or a shuffle has
+// bounds the whole block (or warp) shares; masked rows and keys are dropped
+// by selects, never by a branch around a shuffle.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionTemplate.h"
+#include "KernelFunc.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace kiln;
+using kernel::FusedAttention;
+using Part = FusedAttention::Part;
+
+namespace {
+/// The columns of one vector a lane holds at most (registers per vector).
+constexpr int64_t kMaxColumnsPerLane = 8;
+/// The threads of a block, when the part has rows enough to fill one.
+constexpr int64_t kBlockSize = 256;
+/// The other side's rows staged in shared memory at once.
+constexpr int64_t kTileRows = 32;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The buffers' positions among a part's arguments.
+enum Argument : unsigned {
+  kQuery = 0,
+  kKey = 1,
+  kValue = 2,
+  kOut = 3,           // forward
+  kForwardLse = 4,    // forward
+  kResultGrad = 3,    // gradients
+  kLse = 4,           // gradients
+  kDelta = 5,         // gradients
+  kFirstGrad = 6,     // dk (key_value_grad) or dq (query_grad)
+  kValueGrad = 7,     // key_value_grad
+};
+
+/// The shape each argument of `part` must have.
+SmallVector<SmallVector<int64_t>> getExpectedShapes(const FusedAttention &a) {
+  SmallVector<int64_t> q = {a.batches, a.queries, a.keyDim},
+                       k = {a.batches, a.keys, a.keyDim},
+                       v = {a.batches, a.keys, a.valueDim},
+                       out = {a.batches, a.queries, a.valueDim},
+                       rows = {a.batches, a.queries};
+  switch (a.part) {
+  case Part::Forward:
+    return {q, k, v, out, rows};
+  case Part::KeyValueGrad:
+    return {q, k, v, out, rows, rows, k, v};
+  case Part::QueryGrad:
+    return {q, k, v, out, rows, rows, q};
+  }
+  return {};
+}
+
+/// The vectors a part's rows hold: (argument, dim) pairs.
+struct VectorArgument {
+  unsigned argument;
+  int64_t dim;
+};
+} // namespace
+
+std::optional<AttentionPlan> kiln::planAttention(const FusedAttention &part,
+                                                 func::FuncOp body,
+                                                 int64_t warpSize) {
+  Block &source = body.getBody().front();
+  SmallVector<SmallVector<int64_t>> shapes = getExpectedShapes(part);
+  if (source.getNumArguments() != shapes.size() + 2)
+    return std::nullopt;
+  for (auto [argument, shape] : llvm::zip(source.getArguments(), shapes)) {
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!type || !type.getElementType().isF32() ||
+        type.getShape() != ArrayRef<int64_t>(shape))
+      return std::nullopt;
+  }
+  // The fewest lanes (a power of two, at most a warp) that hold the wider
+  // head dim in kMaxColumnsPerLane columns each.
+  int64_t widest = std::max(part.keyDim, part.valueDim);
+  int64_t lanes = 1;
+  while (lanes < warpSize && ceilDiv(widest, lanes) > kMaxColumnsPerLane)
+    lanes *= 2;
+  if (ceilDiv(widest, lanes) > kMaxColumnsPerLane || warpSize % lanes)
+    return std::nullopt;
+
+  AttentionPlan plan;
+  plan.attention = part;
+  plan.lanes = lanes;
+  plan.warpSize = warpSize;
+  plan.tileRows = kTileRows;
+  int64_t rows = part.getRows();
+  int64_t rowsPerWarp = warpSize / lanes;
+  plan.rowsPerBlock = std::min(kBlockSize / lanes,
+                               ceilDiv(rows, rowsPerWarp) * rowsPerWarp);
+  plan.blockSize = plan.rowsPerBlock * lanes;
+  plan.grid = part.batches * ceilDiv(rows, plan.rowsPerBlock);
+  // Two tiles of vectors, and for key_value_grad the queries' lse and delta.
+  int64_t words = kTileRows * (part.keyDim + part.valueDim);
+  if (part.part == Part::KeyValueGrad)
+    words += 2 * kTileRows;
+  plan.sharedBytes = 4 * words;
+  return plan;
+}
+
+namespace {
+/// Builds one part's kernel: the thread's row, its registers, the tiles.
+class AttentionKernelBuilder {
+public:
+  AttentionKernelBuilder(OpBuilder &b, Location loc, const AttentionPlan &plan,
+                         ValueRange arguments, ValueRange shared)
+      : b(b), loc(loc), plan(plan), a(plan.attention),
+        arguments(arguments.begin(), arguments.end()),
+        shared(shared.begin(), shared.end()), f32(b.getF32Type()) {}
+
+  void build();
+
+private:
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value real(double value) {
+    return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(value));
+  }
+  Value below(Value lhs, Value rhs) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lhs, rhs);
+  }
+  Value add(Value lhs, Value rhs) {
+    return isa<IndexType>(lhs.getType())
+               ? arith::AddIOp::create(b, loc, lhs, rhs).getResult()
+               : arith::AddFOp::create(b, loc, lhs, rhs).getResult();
+  }
+  Value mul(Value lhs, Value rhs) {
+    return isa<IndexType>(lhs.getType())
+               ? arith::MulIOp::create(b, loc, lhs, rhs).getResult()
+               : arith::MulFOp::create(b, loc, lhs, rhs).getResult();
+  }
+  Value sub(Value lhs, Value rhs) {
+    return arith::SubFOp::create(b, loc, lhs, rhs);
+  }
+  Value select(Value condition, Value yes, Value no) {
+    return arith::SelectOp::create(b, loc, condition, yes, no);
+  }
+  Value both(Value lhs, Value rhs) {
+    return arith::AndIOp::create(b, loc, lhs, rhs);
+  }
+  /// for (iv = lower; iv < upper; iv += step) with `inits` carried.
+  SmallVector<Value>
+  forLoop(Value lower, Value upper, Value step, ValueRange inits,
+          llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(
+        b, loc, lower, upper, step, inits,
+        [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToEnd(nested.getInsertionBlock());
+          scf::YieldOp::create(b, loc, body(iv, carried));
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+  /// Runs `then` where `condition` holds.
+  void when(Value condition, llvm::function_ref<void()> then) {
+    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    then();
+  }
+
+  /// The lanes' columns of a vector of `dim`: column c of the lane is
+  /// member + c * lanes.
+  int64_t columnsOf(int64_t dim) const { return ceilDiv(dim, plan.lanes); }
+  bool mayPassEnd(int64_t c, int64_t dim) const {
+    return (c + 1) * plan.lanes > dim;
+  }
+  Value column(int64_t c) { return add(member, index(c * plan.lanes)); }
+  /// The column, clamped into [0, dim), and whether it was inside.
+  std::pair<Value, Value> clampedColumn(int64_t c, int64_t dim) {
+    Value col = column(c);
+    if (!mayPassEnd(c, dim))
+      return {col, nullptr};
+    Value inside = below(col, index(dim));
+    return {select(inside, col, index(dim - 1)), inside};
+  }
+
+  /// The thread's row of `argument` ([batches, rows, dim]) into registers;
+  /// columns past the dim are 0.
+  SmallVector<Value> loadRow(VectorArgument vector) {
+    SmallVector<Value> values;
+    for (int64_t c = 0; c < columnsOf(vector.dim); ++c) {
+      auto [col, inside] = clampedColumn(c, vector.dim);
+      Value value = memref::LoadOp::create(b, loc, arguments[vector.argument],
+                                           ValueRange{batch, row, col});
+      values.push_back(inside ? select(inside, value, real(0)) : value);
+    }
+    return values;
+  }
+  /// The registers into the thread's row of `argument`, where it exists.
+  void storeRow(ArrayRef<Value> values, VectorArgument vector) {
+    for (auto [c, value] : llvm::enumerate(values)) {
+      Value col = column(c);
+      Value store = rowInside;
+      if (mayPassEnd(c, vector.dim))
+        store = both(store, below(col, index(vector.dim)));
+      when(store, [&, value = value] {
+        memref::StoreOp::create(b, loc, value, arguments[vector.argument],
+                                ValueRange{batch, rowIndex, col});
+      });
+    }
+  }
+  /// The block's threads copy rows [first, first + tileRows) of
+  /// `vector`'s argument into `tile`, zeros past the other side's rows.
+  void stageTile(VectorArgument vector, Value tile, Value first,
+                 int64_t others) {
+    int64_t words = plan.tileRows * vector.dim;
+    forLoop(thread, index(words), index(plan.blockSize), {},
+            [&](Value word, ValueRange) -> SmallVector<Value> {
+              Value r = arith::DivUIOp::create(b, loc, word, index(vector.dim));
+              Value c = arith::RemUIOp::create(b, loc, word, index(vector.dim));
+              Value other = add(first, r);
+              Value inside = below(other, index(others));
+              Value clamped = select(inside, other, index(others - 1));
+              Value value =
+                  memref::LoadOp::create(b, loc, arguments[vector.argument],
+                                         ValueRange{batch, clamped, c});
+              memref::StoreOp::create(b, loc, select(inside, value, real(0)),
+                                      tile, ValueRange{r, c});
+              return {};
+            });
+  }
+  /// The same for a [batches, rows] argument into a [tileRows] tile.
+  void stageScalars(unsigned argument, Value tile, Value first,
+                    int64_t others) {
+    when(below(thread, index(plan.tileRows)), [&] {
+      Value other = add(first, thread);
+      Value inside = below(other, index(others));
+      Value clamped = select(inside, other, index(others - 1));
+      Value value = memref::LoadOp::create(b, loc, arguments[argument],
+                                           ValueRange{batch, clamped});
+      memref::StoreOp::create(b, loc, select(inside, value, real(0)), tile,
+                              ValueRange{thread});
+    });
+  }
+
+  /// The row's value summed over its group: a butterfly of shuffles.
+  Value sumOverGroup(Value partial) {
+    Value width =
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(), plan.warpSize);
+    for (int64_t offset = plan.lanes / 2; offset >= 1; offset /= 2) {
+      Value offsetValue =
+          arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
+      Value other = gpu::ShuffleOp::create(b, loc, partial, offsetValue, width,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      partial = add(partial, other);
+    }
+    return partial;
+  }
+  /// Σ_c own[c] * tile[j][c] over the group's columns.
+  Value dot(ArrayRef<Value> own, Value tile, Value j, int64_t dim) {
+    Value partial;
+    for (auto [c, value] : llvm::enumerate(own)) {
+      auto [col, inside] = clampedColumn(c, dim);
+      Value term =
+          mul(value, memref::LoadOp::create(b, loc, tile, ValueRange{j, col}));
+      if (inside)
+        term = select(inside, term, real(0));
+      partial = partial ? add(partial, term) : term;
+    }
+    return sumOverGroup(partial);
+  }
+  /// acc[c] * scale (when given) + weight * tile[j][c].
+  SmallVector<Value> axpy(ValueRange acc, Value scale, Value weight, Value tile,
+                          Value j, int64_t dim) {
+    SmallVector<Value> result;
+    for (auto [c, value] : llvm::enumerate(acc)) {
+      Value col = clampedColumn(c, dim).first;
+      Value term =
+          mul(weight, memref::LoadOp::create(b, loc, tile, ValueRange{j, col}));
+      result.push_back(add(scale ? mul(value, scale) : value, term));
+    }
+    return result;
+  }
+
+  /// Whether the other side's row `other` pairs with the thread's row:
+  /// inside its rows, and on the seen side of the causal diagonal.
+  Value pairs(Value other, int64_t others) {
+    Value inside = below(other, index(others));
+    if (!a.causal)
+      return inside;
+    // Queries see the keys up to their own index.
+    Value seen = a.part == Part::KeyValueGrad
+                     ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                             other, rowIndex)
+                     : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                             other, rowIndex);
+    return both(inside, seen);
+  }
+
+  /// Loops over the tiles this block needs, staging `tiles` (and
+  /// key_value_grad's lse and delta) before each; `pair` updates `carried`
+  /// for row j of the tile (`other` its index, `valid` whether it pairs).
+  SmallVector<Value> walkTiles(
+      ArrayRef<VectorArgument> tiles, ValueRange inits,
+      llvm::function_ref<SmallVector<Value>(Value j, Value valid, ValueRange)>
+          pair);
+
+  void buildForward();
+  void buildKeyValueGrad();
+  void buildQueryGrad();
+
+  OpBuilder &b;
+  Location loc;
+  const AttentionPlan &plan;
+  const FusedAttention &a;
+  SmallVector<Value> arguments;
+  SmallVector<Value> shared;
+  Type f32;
+  // The thread's place: its batch, its row (clamped into the rows, and as
+  // laid out), whether that row exists, its lane in the row's group.
+  Value thread, batch, firstRow, rowIndex, row, rowInside, member;
+};
+
+SmallVector<Value> AttentionKernelBuilder::walkTiles(
+    ArrayRef<VectorArgument> tiles, ValueRange inits,
+    llvm::function_ref<SmallVector<Value>(Value, Value, ValueRange)> pair) {
+  bool byKeys = a.part != Part::KeyValueGrad;
+  int64_t others = byKeys ? a.keys : a.queries;
+  int64_t tileRows = plan.tileRows;
+  // The tiles [first, end): causal blocks skip what none of their rows see.
+  Value first = index(0), end = index(ceilDiv(others, tileRows));
+  if (a.causal && byKeys) {
+    // Keys up to the block's last row (and no further than the keys).
+    Value last = arith::MinUIOp::create(
+        b, loc, add(firstRow, index(plan.rowsPerBlock)),
+        index(std::min(a.queries, a.keys)));
+    end = arith::DivUIOp::create(b, loc, add(last, index(tileRows - 1)),
+                                 index(tileRows));
+  } else if (a.causal) {
+    // Queries from the block's first key on.
+    first = arith::DivUIOp::create(b, loc, firstRow, index(tileRows));
+  }
+  return forLoop(
+      first, end, index(1), inits,
+      [&](Value t, ValueRange carried) -> SmallVector<Value> {
+        Value start = mul(t, index(tileRows));
+        // The last tile's reads are over before it is overwritten.
+        gpu::BarrierOp::create(b, loc);
+        for (auto [vector, tile] : llvm::zip(tiles, shared))
+          stageTile(vector, tile, start, others);
+        if (!byKeys) {
+          stageScalars(kLse, shared[2], start, others);
+          stageScalars(kDelta, shared[3], start, others);
+        }
+        gpu::BarrierOp::create(b, loc);
+        return forLoop(index(0), index(tileRows), index(1), carried,
+                       [&](Value j, ValueRange state) {
+                         return pair(j, pairs(add(start, j), others), state);
+                       });
+      });
+}
+
+void AttentionKernelBuilder::buildForward() {
+  VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
+      out{kOut, a.valueDim};
+  SmallVector<Value> query = loadRow(q);
+  Value scale = real(a.scale);
+  // Carried: the running maximum, exp-sum, then the output row.
+  SmallVector<Value> inits = {
+      real(-std::numeric_limits<double>::infinity()), real(0)};
+  for (int64_t c = 0; c < columnsOf(a.valueDim); ++c)
+    inits.push_back(real(0));
+  SmallVector<Value> state = walkTiles(
+      {k, v}, inits,
+      [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
+        Value maximum = carried[0], sum = carried[1];
+        Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
+        // One exponential: of the smaller minus the larger.
+        Value larger = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             score, maximum);
+        Value e = math::ExpOp::create(
+            b, loc,
+            arith::NegFOp::create(
+                b, loc, math::AbsFOp::create(b, loc, sub(score, maximum))));
+        Value rescale = select(valid, select(larger, e, real(1)), real(1));
+        Value p = select(valid, select(larger, real(1), e), real(0));
+        SmallVector<Value> next = {
+            select(both(valid, larger), score, maximum),
+            add(mul(sum, rescale), p)};
+        llvm::append_range(next, axpy(carried.drop_front(2), rescale, p,
+                                      shared[1], j, a.valueDim));
+        return next;
+      });
+  Value maximum = state[0], sum = state[1];
+  SmallVector<Value> output;
+  for (Value value : ArrayRef<Value>(state).drop_front(2))
+    output.push_back(arith::DivFOp::create(b, loc, value, sum));
+  storeRow(output, out);
+  Value lse = add(maximum, math::LogOp::create(b, loc, sum));
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, member,
+                                      index(0));
+  when(both(rowInside, first), [&] {
+    memref::StoreOp::create(b, loc, lse, arguments[kForwardLse],
+                            ValueRange{batch, rowIndex});
+  });
+}
+
+void AttentionKernelBuilder::buildKeyValueGrad() {
+  VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
+      dout{kResultGrad, a.valueDim}, dk{kFirstGrad, a.keyDim},
+      dv{kValueGrad, a.valueDim};
+  SmallVector<Value> key = loadRow(k), value = loadRow(v);
+  Value scale = real(a.scale);
+  int64_t keyColumns = columnsOf(a.keyDim);
+  // Carried: the key's gradient row, then the value's.
+  SmallVector<Value> inits(keyColumns + columnsOf(a.valueDim), real(0));
+  SmallVector<Value> state = walkTiles(
+      {q, dout}, inits,
+      [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
+        Value score = mul(dot(key, shared[0], j, a.keyDim), scale);
+        Value lse = memref::LoadOp::create(b, loc, shared[2], ValueRange{j});
+        Value delta = memref::LoadOp::create(b, loc, shared[3], ValueRange{j});
+        Value p =
+            select(valid, math::ExpOp::create(b, loc, sub(score, lse)), real(0));
+        SmallVector<Value> valueGrad = axpy(carried.drop_front(keyColumns),
+                                            nullptr, p, shared[1], j,
+                                            a.valueDim);
+        Value dp = dot(value, shared[1], j, a.valueDim);
+        Value ds = mul(mul(p, sub(dp, delta)), scale);
+        SmallVector<Value> next = axpy(carried.take_front(keyColumns), nullptr,
+                                       ds, shared[0], j, a.keyDim);
+        llvm::append_range(next, valueGrad);
+        return next;
+      });
+  storeRow(ArrayRef<Value>(state).take_front(keyColumns), dk);
+  storeRow(ArrayRef<Value>(state).drop_front(keyColumns), dv);
+}
+
+void AttentionKernelBuilder::buildQueryGrad() {
+  VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
+      dout{kResultGrad, a.valueDim}, dq{kFirstGrad, a.keyDim};
+  SmallVector<Value> query = loadRow(q), resultGrad = loadRow(dout);
+  Value lse = memref::LoadOp::create(b, loc, arguments[kLse],
+                                     ValueRange{batch, row});
+  Value delta = memref::LoadOp::create(b, loc, arguments[kDelta],
+                                       ValueRange{batch, row});
+  Value scale = real(a.scale);
+  SmallVector<Value> inits(columnsOf(a.keyDim), real(0));
+  SmallVector<Value> state = walkTiles(
+      {k, v}, inits,
+      [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
+        Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
+        Value p =
+            select(valid, math::ExpOp::create(b, loc, sub(score, lse)), real(0));
+        Value dp = dot(resultGrad, shared[1], j, a.valueDim);
+        Value ds = mul(mul(p, sub(dp, delta)), scale);
+        return axpy(carried, nullptr, ds, shared[0], j, a.keyDim);
+      });
+  storeRow(state, dq);
+}
+
+void AttentionKernelBuilder::build() {
+  thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t rows = a.getRows();
+  Value rowBlocks = index(ceilDiv(rows, plan.rowsPerBlock));
+  batch = arith::DivUIOp::create(b, loc, block, rowBlocks);
+  firstRow = mul(arith::RemUIOp::create(b, loc, block, rowBlocks),
+                 index(plan.rowsPerBlock));
+  Value lanes = index(plan.lanes);
+  member = arith::RemUIOp::create(b, loc, thread, lanes);
+  rowIndex = add(firstRow, arith::DivUIOp::create(b, loc, thread, lanes));
+  rowInside = below(rowIndex, index(rows));
+  row = select(rowInside, rowIndex, index(rows - 1));
+  switch (a.part) {
+  case Part::Forward:
+    return buildForward();
+  case Part::KeyValueGrad:
+    return buildKeyValueGrad();
+  case Part::QueryGrad:
+    return buildQueryGrad();
+  }
+}
+} // namespace
+
+void kiln::buildAttentionKernel(OpBuilder &builder, StringRef name,
+                                Location loc, func::FuncOp body,
+                                const AttentionPlan &plan) {
+  const FusedAttention &a = plan.attention;
+  MLIRContext *context = builder.getContext();
+  Type f32 = builder.getF32Type();
+  // Tiles of the other side's two vectors (keys and values, or queries and
+  // result gradients), and key_value_grad's lse and delta.
+  bool byKeys = a.part != Part::KeyValueGrad;
+  SmallVector<Type> workgroup = {
+      getSharedBufferType(context, {plan.tileRows, a.keyDim}, f32),
+      getSharedBufferType(context, {plan.tileRows, a.valueDim}, f32)};
+  if (!byKeys) {
+    workgroup.push_back(getSharedBufferType(context, {plan.tileRows}, f32));
+    workgroup.push_back(getSharedBufferType(context, {plan.tileRows}, f32));
+  }
+  gpu::GPUFuncOp func = createKernelFunc(builder, loc, name, body, workgroup,
+                                         {plan.grid, plan.blockSize});
+  func->setAttr(kAttentionTemplateAttr,
+                builder.getStringAttr(kernel::getPartName(a.part)));
+  Block &entry = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockEnd(&entry);
+  SmallVector<Value> buffers(
+      entry.getArguments().take_front(a.getNumBuffers()));
+  SmallVector<Value> shared(func.getWorkgroupAttributions());
+  AttentionKernelBuilder(b, loc, plan, buffers, shared).build();
+  gpu::ReturnOp::create(b, loc);
+}
