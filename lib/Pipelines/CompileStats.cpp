@@ -170,7 +170,24 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
       auto value = entry->getAttrOfType<IntegerAttr>(key);
       return value ? value.getInt() : 0;
     };
+    // The largest buffer of the entry's plan (a [B, H, T, T] of attention
+    // scores, where attention is not fused).
+    const kernel::Transient *largest = nullptr;
+    for (const kernel::Transient &transient : liveness.getTransients())
+      if (!largest || transient.sizeInBytes > largest->sizeInBytes)
+        largest = &transient;
+    llvm::json::Object largestTransient;
+    if (largest) {
+      llvm::json::Array shape;
+      for (int64_t dim :
+           cast<MemRefType>(largest->alloc->getResult(0).getType())
+               .getShape())
+        shape.push_back(dim);
+      largestTransient["bytes"] = largest->sizeInBytes;
+      largestTransient["shape"] = std::move(shape);
+    }
     entries[name] = llvm::json::Object{
+        {"largest_transient", std::move(largestTransient)},
         {"arena_bytes", attr(kernel::kArenaBytesAttr)},
         {"live_lower_bound_bytes", liveness.getLiveLowerBound()},
         {"naive_arena_bytes", liveness.getTotalTransientBytes()},
