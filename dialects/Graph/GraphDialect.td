@@ -73,6 +73,16 @@ def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
   let cppNamespace = "::kiln::graph";
 }
 
+/// What `graph.matmul_epilogue` applies to its product (the epilogues a
+/// GPU GEMM library runs as it stores it).
+def Graph_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "GEMM epilogue", [
+    I32EnumAttrCase<"Bias", 0, "bias">,
+    I32EnumAttrCase<"BiasGelu", 1, "bias_gelu">,
+    I32EnumAttrCase<"DGelu", 2, "dgelu">,
+    I32EnumAttrCase<"BiasGrad", 3, "bias_grad">]> {
+  let cppNamespace = "::kiln::graph";
+}
+
 /// The learning-rate schedules `graph.lr_schedule` computes (and the train
 /// block's `schedule` names).
 def Graph_LrScheduleKind : I32EnumAttr<"LrScheduleKind", "learning-rate schedule", [

@@ -112,6 +112,44 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure,
   let hasVerifier = 1;
 }
 
+def Graph_MatmulEpilogueOp : Graph_Op<"matmul_epilogue", [Pure,
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+  let summary = "A matmul and what the GEMM library applies as it stores it.";
+  let description = [{
+    Made by `--graph-fold-gemm-epilogues` on a target whose GEMM library
+    runs epilogues (cuda: cuBLASLt), after the training step is built; it is
+    not differentiable. `lhs` and `rhs` are as in `graph.matmul`; with P
+    their product, `[..., M, N]`:
+    - `bias`: `result = P + bias` (`bias` is `[N]`, over the last dim).
+    - `bias_gelu`: `pre = P + bias`, `result = gelu(pre)` (the tanh form,
+      as `graph.gelu`); `pre` is the second result, for the backward.
+    - `dgelu`: `result = gelu_grad(P, aux)` (`aux` of the result's type:
+      the forward's pre-activation).
+    - `bias_grad`: `result = P`, and the second result is the sum of
+      `rhs`'s rows, `[N]`: the bias gradient beside a weight gradient
+      `lhs^T rhs` (`rhs` is `[K, N]`, not transposed).
+    ```mlir
+    %y = graph.matmul_epilogue bias %x, %w bias %b : tensor<32x64xf32>, tensor<64x128xf32> bias tensor<128xf32> -> tensor<32x128xf32>
+    %h, %pre = graph.matmul_epilogue bias_gelu %x, %w bias %b : tensor<32x64xf32>, tensor<64x128xf32> bias tensor<128xf32> -> tensor<32x128xf32>, tensor<32x128xf32>
+    %dw, %db = graph.matmul_epilogue bias_grad %x, %dy {transpose_lhs} : tensor<32x64xf32>, tensor<32x128xf32> -> tensor<64x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GemmEpilogue:$epilogue,
+                       Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs,
+                       Optional<Graph_FloatTensor>:$bias,
+                       Optional<Graph_FloatTensor>:$aux,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Graph_FloatTensor:$result,
+                      Optional<Graph_FloatTensor>:$second);
+  let assemblyFormat = [{
+    $epilogue $lhs `,` $rhs (`bias` $bias^)? (`aux` $aux^)? attr-dict `:`
+    type($lhs) `,` type($rhs) (`bias` type($bias)^)? (`aux` type($aux)^)?
+    `->` type($result) (`,` type($second)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//

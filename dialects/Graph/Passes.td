@@ -111,6 +111,43 @@ def GraphFoldTransposes : Pass<"graph-fold-transposes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 
+def GraphFoldGemmEpilogues
+    : Pass<"graph-fold-gemm-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Folds bias adds, tanh GELUs, their gradients and bias "
+                "gradients into the matmuls beside them (GEMM epilogues).";
+  let description = [{
+    For a target whose GEMM library applies an epilogue as it stores the
+    product (cuda: cuBLASLt), run after the training step is built and
+    before `--graph-fuse` (which would otherwise fuse the same ops into its
+    own kernels). Each rewrite makes a `graph.matmul_epilogue`:
+    - `gelu(matmul(x, w) + broadcast(b))` -> `bias_gelu`, whose second
+      result (the pre-activation) replaces the add's other users (the
+      backward's `gelu_grad`);
+    - `matmul(x, w) + broadcast(b)` -> `bias`;
+    - `gelu_grad(matmul(dy, w), pre)` -> `dgelu` with `aux = pre`;
+    - `reduce sum(dz)` over every dim but the last, beside a weight
+      gradient `matmul(x, dz)` with `transpose_lhs` (dz, or dz reshaped to
+      rows x its last dim, as the rank-2 rhs) -> `bias_grad`, whose second
+      result replaces the reduce.
+    What stays out, and why: a matmul whose product has other users (the
+    plain product would still be needed); a bias that is not a rank-1
+    vector broadcast over the last dim; `bias_gelu` and `dgelu` where the
+    last dim is not a multiple of 8 (cuBLASLt keeps the pre-activation
+    with C's leading dimension, which must be one); a bias gradient whose
+    weight-gradient matmul is batched or reads `dz` transposed, or whose
+    users come before that matmul. A bias added after a residual add is
+    not reassociated to reach the matmul.
+    ```mlir
+    %p = graph.matmul %x, %w : tensor<32x64xf32>, tensor<64x128xf32> -> tensor<32x128xf32>
+    %bb = graph.broadcast %b : tensor<128xf32> -> tensor<32x128xf32>
+    %y = graph.add %p, %bb : tensor<32x128xf32>
+    // becomes
+    %y = graph.matmul_epilogue bias %x, %w bias %b : tensor<32x64xf32>, tensor<64x128xf32> bias tensor<128xf32> -> tensor<32x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
 def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise and data-movement ops into graph.fusion "
                 "regions, one kernel each.";

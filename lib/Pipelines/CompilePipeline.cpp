@@ -91,7 +91,11 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // Transposes into the GEMMs' layouts (again after a train step: nothing
   // left to fold then, unless the backward made some).
   pm.addPass(graph::createGraphFoldTransposes());
-  // Elementwise and data-movement chains become one kernel each.
+  // Bias adds, GELUs and bias gradients into the GEMMs where the library
+  // applies them; then elementwise and data-movement chains become one
+  // kernel each.
+  if (options.fuse && target->foldsGemmEpilogues())
+    pm.addPass(graph::createGraphFoldGemmEpilogues());
   if (options.fuse)
     pm.addPass(graph::createGraphFuse());
   pm.addPass(createConvertGraphToKernel(

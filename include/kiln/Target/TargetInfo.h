@@ -98,6 +98,10 @@ public:
   /// fused attention kernels take (kernel/IR/FusedAttention.h); 0 where
   /// attention is library GEMMs around a row kernel.
   virtual int64_t getFusedAttentionHeadDimLimit() const = 0;
+  /// Whether the GEMM library applies bias, GELU and bias-gradient
+  /// epilogues as it stores the product, so that the pipeline folds them
+  /// into the GEMMs (--graph-fold-gemm-epilogues) before fusing the rest.
+  virtual bool foldsGemmEpilogues() const = 0;
 
   /// The target of `kind` for `arch` (empty: the target's default), or
   /// null with `error` set when `arch` is not one it supports.

@@ -59,6 +59,8 @@ public:
   // The attention template's tiles (AttentionTemplate.cpp) hold a row's
   // head dim in 8 or 16 lanes of at most 8 columns each.
   int64_t getFusedAttentionHeadDimLimit() const override { return 128; }
+  // cuBLASLt's epilogues: BIAS, GELU_AUX_BIAS, DGELU, BGRADA/B.
+  bool foldsGemmEpilogues() const override { return true; }
 };
 } // namespace
 

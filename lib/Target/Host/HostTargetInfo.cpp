@@ -46,6 +46,9 @@ public:
   // The GEMM library's attention (two batched GEMMs around a row kernel)
   // is faster here than a row of scalar loops per iteration.
   int64_t getFusedAttentionHeadDimLimit() const override { return 0; }
+  // The cpu executor has the epilogues, but measured, a library's fused
+  // post-op was no faster than the fused elementwise kernel after it.
+  bool foldsGemmEpilogues() const override { return false; }
 };
 } // namespace
 

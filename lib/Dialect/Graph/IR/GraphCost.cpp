@@ -130,6 +130,26 @@ int64_t MatmulOp::getFlops() {
   return 2 * numElements(getResult()) * k;
 }
 
+int64_t MatmulEpilogueOp::getFlops() {
+  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
+  int64_t k = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  int64_t elements = numElements(getResult());
+  int64_t flops = 2 * elements * k;
+  switch (getEpilogue()) {
+  case GemmEpilogue::Bias:
+    return flops + elements;
+  case GemmEpilogue::BiasGelu:
+    // The bias, then graph.gelu's count.
+    return flops + elements * (1 + kGeluFlopsPerElement);
+  case GemmEpilogue::DGelu:
+    // As graph.gelu_grad counts an element (GraphGradOps.cpp).
+    return flops + elements * 18;
+  case GemmEpilogue::BiasGrad:
+    return flops + numElements(getRhs());
+  }
+  return flops;
+}
+
 int64_t ReduceOp::getFlops() {
   int64_t flops = numElements(getInput());
   if (getKind() == ReduceKind::Mean)

@@ -61,6 +61,57 @@ LogicalResult MatmulOp::verify() {
   return verifyInferredShape(*this, inferred, error, getResult());
 }
 
+LogicalResult MatmulEpilogueOp::verify() {
+  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()},
+                                   {"lhs", "rhs", "result"})))
+    return failure();
+  std::string error;
+  ShapeOrError inferred =
+      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()), getTransposeLhs(),
+                       getTransposeRhs(), error);
+  if (failed(verifyInferredShape(*this, inferred, error, getResult())))
+    return failure();
+  GemmEpilogue epilogue = getEpilogue();
+  StringRef name = stringifyGemmEpilogue(epilogue);
+  RankedTensorType result = getResult().getType();
+  int64_t n = result.getShape().back();
+  auto vectorOfN = RankedTensorType::get({n}, result.getElementType());
+  bool takesBias =
+      epilogue == GemmEpilogue::Bias || epilogue == GemmEpilogue::BiasGelu;
+  if (takesBias != bool(getBias()))
+    return emitOpError() << "epilogue " << name
+                         << (takesBias ? " needs" : " takes no") << " bias";
+  if (getBias() && getBias().getType() != vectorOfN)
+    return emitOpError() << "bias must be " << vectorOfN << ", got "
+                         << getBias().getType();
+  bool takesAux = epilogue == GemmEpilogue::DGelu;
+  if (takesAux != bool(getAux()))
+    return emitOpError() << "epilogue " << name
+                         << (takesAux ? " needs" : " takes no")
+                         << " aux (the forward's pre-activation)";
+  if (getAux() && getAux().getType() != result)
+    return emitOpError() << "aux must have the result's type " << result
+                         << ", got " << getAux().getType();
+  bool hasSecond =
+      epilogue == GemmEpilogue::BiasGelu || epilogue == GemmEpilogue::BiasGrad;
+  if (hasSecond != bool(getSecond()))
+    return emitOpError() << "epilogue " << name
+                         << (hasSecond ? " has" : " has no") << " second result";
+  if (epilogue == GemmEpilogue::BiasGelu && getSecond().getType() != result)
+    return emitOpError() << "the pre-activation must have the result's type "
+                         << result << ", got " << getSecond().getType();
+  if (epilogue == GemmEpilogue::BiasGrad) {
+    RankedTensorType rhs = getRhs().getType();
+    if (rhs.getRank() != 2 || getTransposeRhs() || result.getRank() != 2)
+      return emitOpError() << "bias_grad sums the rows of a rank-2 rhs that "
+                              "is not transposed, into a rank-2 product";
+    if (getSecond().getType() != vectorOfN)
+      return emitOpError() << "the bias gradient must be " << vectorOfN
+                           << ", got " << getSecond().getType();
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//

@@ -33,11 +33,12 @@ for gpu in gpus.values():
                 == len(ops))
 
 if model == "mlp":
-    # x[32, 64] @ w1[64, 128]: 2 m n k FLOPs; A, B read, C written, f32.
+    # x[32, 64] @ w1[64, 128] + b1 (the bias epilogue): 2 m n k FLOPs; A,
+    # B and the bias read, C written, f32.
     first = ops[0]
     assert first["op"] == "gemm", first
     assert first["flops"] == 2 * 32 * 128 * 64, first
-    assert first["bytes"] == 4 * (32 * 64 + 64 * 128 + 32 * 128), first
+    assert first["bytes"] == 4 * (32 * 64 + 64 * 128 + 128 + 32 * 128), first
     h100 = gpus.get("H100 SXM5") or gpus["A100 SXM4 80GB"]
     peaks = (h100["hbm_bytes_per_s"], h100["fp32_flops"])
     close(h100["datasheet"]["op_ms"][0],
