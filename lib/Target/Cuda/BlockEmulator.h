@@ -13,6 +13,7 @@
 #include "EmulatorChecks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <vector>
@@ -48,12 +49,31 @@ inline bool isThreadId(Operation *op) {
   return isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp>(op);
 }
 
+inline bool isConstant(Operation *op) {
+  return op->hasTrait<OpTrait::ConstantLike>() && op->getNumOperands() == 0 &&
+         op->getNumRegions() == 0;
+}
+
+/// A view of a kernel argument (a merged kernel's subview of one of its
+/// buffers) whose operands are the kernel's arguments or constants: the
+/// same for every thread.
+inline bool isUniformView(Operation *op) {
+  if (!isa<ViewLikeOpInterface>(op) || op->getNumRegions() != 0 ||
+      op->getNumResults() != 1 || !isa<MemRefType>(op->getResult(0).getType()))
+    return false;
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  return func && llvm::all_of(op->getOperands(), [&](Value operand) {
+           if (auto argument = dyn_cast<BlockArgument>(operand))
+             return argument.getOwner() == &func.getBody().front();
+           Operation *definer = operand.getDefiningOp();
+           return definer && isConstant(definer);
+         });
+}
+
 /// Ops moved to the top of the kernel and defined once per block (or
 /// computed from the thread's index where they are used).
 inline bool isHoisted(Operation *op) {
-  return isLaunchId(op) ||
-         (op->hasTrait<OpTrait::ConstantLike>() && op->getNumOperands() == 0 &&
-          op->getNumRegions() == 0);
+  return isLaunchId(op) || isConstant(op) || isUniformView(op);
 }
 
 class BlockEmulator {

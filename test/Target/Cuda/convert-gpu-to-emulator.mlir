@@ -146,3 +146,29 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A view of an argument (a merged kernel's subview of one of its buffers)
+// used on both sides of a barrier: the same for every thread, it is defined
+// once for the block, not kept per thread.
+// CHECK-LABEL: kernel.func @k4
+// CHECK: scf.parallel
+// CHECK-NEXT: %[[VIEW:.*]] = memref.subview %{{.*}}[0] [32] [1]
+// CHECK-NOT: memref.alloca
+// CHECK: memref.store %{{.*}}, %[[VIEW]]
+// CHECK: memref.load %[[VIEW]]
+module attributes {gpu.container_module} {
+  gpu.module @kiln_kernels {
+    gpu.func @kiln_k4(%x: memref<64xf32>, %y: memref<64xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %t = gpu.thread_id x
+      %view = memref.subview %x[0] [32] [1] : memref<64xf32> to memref<32xf32, strided<[1]>>
+      %c1 = arith.constant 1.0 : f32
+      memref.store %c1, %view[%t] : memref<32xf32, strided<[1]>>
+      gpu.barrier
+      %v = memref.load %view[%t] : memref<32xf32, strided<[1]>>
+      memref.store %v, %y[%t] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
