@@ -111,6 +111,47 @@ def GraphFoldTransposes : Pass<"graph-fold-transposes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 
+def GraphPadLogits : Pass<"graph-pad-logits", "::mlir::ModuleOp"> {
+  let summary = "Pads a cross-entropy's class dim to the target's alignment, "
+                "the padded logits masked out.";
+  let description = [{
+    A vocabulary like GPT-2's 50257 makes the logits GEMM's rows, and its
+    gradient's, an odd number of elements long: misaligned for the GPU
+    GEMM library. Where `logits = matmul(x, w)` (`w` rank 2, `[V, D]` with
+    `transpose_rhs` or `[D, V]`) feeds only cross-entropies without label
+    smoothing, and rounding V up to a multiple of `alignment` adds at most
+    a sixteenth to it, the weight is padded with zero rows (or columns) to
+    Vp, the product is Vp wide, and a constant bias of 0 for the real
+    classes and -1e30 for the padding is added: their probabilities are
+    exactly 0, so the loss and every gradient are those of the unpadded
+    model. The weight gradient is the padded one's slice (the VJP of the
+    pad), so parameters and checkpoints keep their `[V, D]` shape. Logits
+    something else reads (a model output) stay unpadded: the reader would
+    need the unpadded logits in a buffer of their own, as much memory
+    again as the largest tensor of a GPT-2 step. Run before the train
+    step, so that autodiff derives the padded backward (on a step built
+    without it, only the forward's product is padded). `alignment` 0 pads
+    nothing. A target id in [V, Vp) is not an out-of-range error in the
+    cross-entropy any more (it still is in an embedding lookup).
+    ```mlir
+    %l = graph.matmul %x, %wte {transpose_rhs} : tensor<64x128xf32>, tensor<2050x128xf32> -> tensor<64x2050xf32>
+    %loss = graph.cross_entropy %l, %y : tensor<64x2050xf32>, tensor<64xi32> -> tensor<f32>
+    // becomes, with alignment = 128
+    %wp = graph.pad %wte {offsets = array<i64: 0, 0>} : tensor<2050x128xf32> -> tensor<2176x128xf32>
+    %p = graph.matmul %x, %wp {transpose_rhs} : tensor<64x128xf32>, tensor<2176x128xf32> -> tensor<64x2176xf32>
+    %m = graph.constant dense<[0.0, ..., -1.0e+30, ...]> : tensor<2176xf32>
+    %mb = graph.broadcast %m : tensor<2176xf32> -> tensor<64x2176xf32>
+    %lp = graph.add %p, %mb : tensor<64x2176xf32>
+    %loss = graph.cross_entropy %lp, %y : tensor<64x2176xf32>, tensor<64xi32> -> tensor<f32>
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"0",
+           "The class dim is padded to a multiple of this (0: none)">,
+  ];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
 def GraphFoldGemmEpilogues
     : Pass<"graph-fold-gemm-epilogues", "::mlir::ModuleOp"> {
   let summary = "Folds bias adds, tanh GELUs, their gradients and bias "

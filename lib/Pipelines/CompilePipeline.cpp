@@ -71,6 +71,13 @@ void kiln::addTrainingPasses(OpPassManager &pm, const CompileOptions &options) {
   // graph a compile emits stays the frontend's.)
   if (options.train) {
     pm.addPass(graph::createGraphFoldTransposes());
+    // The logits padded before the train step too: autodiff derives the
+    // padded backward (and the weight gradient's slice).
+    std::string error;
+    std::unique_ptr<TargetInfo> target =
+        TargetInfo::create(options.target, options.arch, error);
+    assert(target && "options are checked by buildCompilePipeline");
+    pm.addPass(graph::createGraphPadLogits({target->getLogitsAlignment()}));
     pm.addPass(graph::createGraphTrainStep());
   }
 }
@@ -91,6 +98,9 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // Transposes into the GEMMs' layouts (again after a train step: nothing
   // left to fold then, unless the backward made some).
   pm.addPass(graph::createGraphFoldTransposes());
+  // A cross-entropy's classes padded for aligned GEMM rows (already done
+  // before the train step when training).
+  pm.addPass(graph::createGraphPadLogits({target->getLogitsAlignment()}));
   // Bias adds, GELUs and bias gradients into the GEMMs where the library
   // applies them; then elementwise and data-movement chains become one
   // kernel each.

@@ -102,6 +102,9 @@ public:
   /// epilogues as it stores the product, so that the pipeline folds them
   /// into the GEMMs (--graph-fold-gemm-epilogues) before fusing the rest.
   virtual bool foldsGemmEpilogues() const = 0;
+  /// The multiple a cross-entropy's class dim is padded to, for aligned
+  /// GEMM rows (--graph-pad-logits); 0: none.
+  virtual int64_t getLogitsAlignment() const = 0;
 
   /// The target of `kind` for `arch` (empty: the target's default), or
   /// null with `error` set when `arch` is not one it supports.

@@ -61,6 +61,8 @@ public:
   int64_t getFusedAttentionHeadDimLimit() const override { return 128; }
   // cuBLASLt's epilogues: BIAS, GELU_AUX_BIAS, DGELU, BGRADA/B.
   bool foldsGemmEpilogues() const override { return true; }
+  // GPT-2's 50257 classes become 50304, as llm.c pads them.
+  int64_t getLogitsAlignment() const override { return 128; }
 };
 } // namespace
 

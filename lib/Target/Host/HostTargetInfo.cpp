@@ -49,6 +49,8 @@ public:
   // The cpu executor has the epilogues, but measured, a library's fused
   // post-op was no faster than the fused elementwise kernel after it.
   bool foldsGemmEpilogues() const override { return false; }
+  // Nothing measured says the cpu GEMM libraries gain from it.
+  int64_t getLogitsAlignment() const override { return 0; }
 };
 } // namespace
 
