@@ -12,6 +12,7 @@
 # BUNDLE/models     the models of stages 3 and 4 (examples/gpt.kiln, and
 #                   bench/models/gpt2-small.kiln at batch KILN_GPT2_BATCH,
 #                   default 8), and BUNDLE/bench their sm_90 artifacts
+#                   (GPT-2 small twice: also with --no-fused-attention)
 # BUNDLE/torch_peer.py, BUNDLE/peers   stage 4's PyTorch peer
 # BUNDLE/gpus.json  the sm_90 GPUs' peaks (kiln compile --stats) for MFU
 # BUNDLE/run.sh     the script to run there
@@ -73,5 +74,10 @@ for model in gpt gpt2-small; do
   "$kiln" compile "$bundle/models/$model.kiln" --target=cuda --arch=sm_90 \
     --train -o "$bundle/bench/$model.kiln.d" 2> "$bundle/bench/$model.log"
 done
+# GPT-2 small with attention as GEMMs around a row kernel: what the fused
+# attention kernels are measured against, in the same run.
+"$kiln" compile "$bundle/models/gpt2-small.kiln" --target=cuda --arch=sm_90 \
+  --train --no-fused-attention -o "$bundle/bench/gpt2-small-unfused.kiln.d" \
+  2> "$bundle/bench/gpt2-small-unfused.log"
 echo "$steps" > "$bundle/steps"
 echo "prepare.sh: $bundle ($(du -sh "$bundle" | cut -f1))"

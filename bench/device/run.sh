@@ -20,7 +20,9 @@
 #      GPT-2 small at batch 8, T 1024, f32 (KILN_GPT2_STEPS, default 50) on
 #      the fixed synthetic batch: median step, tokens/s, MFU (6 N + 12 L T D
 #      FLOPs a token, over the GPU's FP32 and BF16 dense peaks), the loss
-#      at the first and last step.                 OUTDIR/stage3-*.json
+#      at the first and last step; then GPT-2 small compiled with
+#      --no-fused-attention, the same steps (not in a dry run).
+#                                                  OUTDIR/stage3-*.json
 #   4. the same models and batches in PyTorch, eager and torch.compile, in
 #      the same run (torch_peer.py; skipped, saying so, without torch or a
 #      GPU it sees).                               OUTDIR/stage4-*.json
@@ -138,9 +140,17 @@ if [ "$dry" = 1 ]; then
   gpt2_steps=0
   gpt2_flags=(--deterministic)
 fi
-for model in gpt gpt2-small; do
+stage3_models=(gpt gpt2-small)
+# The unfused attention only where steps run: its session alone is the
+# size of GPT-2 small's.
+if [ "$dry" = 0 ]; then
+  stage3_models+=(gpt2-small-unfused)
+else
+  log "stage 3: gpt2-small-unfused: skipped in a dry run (compiled into the bundle)"
+fi
+for model in "${stage3_models[@]}"; do
   count="$gpt_steps" flags=()
-  [ "$model" = gpt2-small ] && count="$gpt2_steps" flags=("${gpt2_flags[@]}")
+  [ "$model" != gpt ] && count="$gpt2_steps" flags=("${gpt2_flags[@]}")
   status=0
   "$out/step_runner" "$bundle/bench/$model.kiln.d" cuda "$count" \
     "$out/stage3-$model.json" "${flags[@]}" 2> "$out/stage3-$model.err" ||
@@ -195,6 +205,7 @@ for model in ("gpt", "gpt2-small"):
     source = open(os.path.join(models, model + ".kiln")).read()
     dims = {k: int(v) for k, v in re.findall(r"\b([A-Z])\s*=\s*(\d+)", source)}
     runs = [("kiln", f"stage3-{model}.json")] + [
+        ("kiln no fused attn", f"stage3-{model}-unfused.json")] + [
         (f"torch {mode}", f"stage4-{model}-{mode}.json")
         for mode in ("eager", "compile")]
     for name, file in runs:
