@@ -377,8 +377,18 @@ struct ConvertKernelToGpuPass
       kernel.erase();
       kernels.push_back(
           {name, range, body, loc, {}, 1, aliasedArguments, std::nullopt});
-      if (attention)
+      if (attention) {
+        // The reference body is a thread per row: never the fallback.
         kernels.back().attention = planAttention(*attention, body, warp);
+        if (!kernels.back().attention) {
+          emitError(loc) << "convert-kernel-to-gpu: the attention template "
+                            "cannot take kernel "
+                         << name << " (" << kernel::getPartName(attention->part)
+                         << "): its buffers are not the part's f32 buffers, "
+                            "or a head dim is past what a warp's lanes hold";
+          return signalPassFailure();
+        }
+      }
     }
 
     // linalg → loops; then a thread per element of elementwise loops, or a
