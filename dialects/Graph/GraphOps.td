@@ -59,6 +59,10 @@ def Graph_NegOp : Graph_UnaryOp<"neg", "Elementwise negation.">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "Elementwise natural exponential.">;
 def Graph_LogOp : Graph_UnaryOp<"log", "Elementwise natural logarithm.">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Elementwise hyperbolic tangent.">;
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid",
+    "Elementwise logistic function: 1 / (1 + exp(-x)).">;
+def Graph_SiluOp : Graph_UnaryOp<"silu",
+    "SiLU (swish): x * sigmoid(x), the gate of a SwiGLU MLP.">;
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Elementwise square root.">;
 def Graph_RsqrtOp : Graph_UnaryOp<"rsqrt", "Elementwise reciprocal square root.">;
 def Graph_ReluOp : Graph_UnaryOp<"relu", "Elementwise max(x, 0).">;

@@ -63,6 +63,8 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["exp"] = {{x}, emitUnary<graph::ExpOp>};
     table["log"] = {{x}, emitUnary<graph::LogOp>};
     table["tanh"] = {{x}, emitUnary<graph::TanhOp>};
+    table["sigmoid"] = {{x}, emitUnary<graph::SigmoidOp>};
+    table["silu"] = {{x}, emitUnary<graph::SiluOp>};
     table["sqrt"] = {{x}, emitUnary<graph::SqrtOp>};
     table["rsqrt"] = {{x}, emitUnary<graph::RsqrtOp>};
     table["relu"] = {{x}, emitUnary<graph::ReluOp>};

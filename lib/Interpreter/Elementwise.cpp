@@ -42,6 +42,12 @@ static std::function<T(T)> getUnaryFunction(Operation *op) {
       .Case([](graph::LogOp) -> Fn { return [](T x) { return std::log(x); }; })
       .Case(
           [](graph::TanhOp) -> Fn { return [](T x) { return std::tanh(x); }; })
+      .Case([](graph::SigmoidOp) -> Fn {
+        return [](T x) { return T(1) / (T(1) + std::exp(-x)); };
+      })
+      .Case([](graph::SiluOp) -> Fn {
+        return [](T x) { return x / (T(1) + std::exp(-x)); };
+      })
       .Case(
           [](graph::SqrtOp) -> Fn { return [](T x) { return std::sqrt(x); }; })
       .Case([](graph::RsqrtOp) -> Fn {

@@ -921,6 +921,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // (--graph-pad-logits) and masked out of the loss.
                       TrainingCase{"odd_vocab",
                                    "test/Target/Cuda/Inputs/odd-vocab.kiln",
+                                   false},
+                      // sigmoid and silu (a SwiGLU MLP), both directions.
+                      TrainingCase{"swiglu",
+                                   "test/Target/Cuda/Inputs/swiglu.kiln",
                                    false}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name);

@@ -77,7 +77,8 @@ static const OpCase kOpCases[] = {
          {{"x", {LOW, 3.0}}}}
     UNARY("neg", -3.0), UNARY("exp", -3.0), UNARY("log", 0.05),
     UNARY("tanh", -3.0), UNARY("sqrt", 0.0), UNARY("rsqrt", 0.05),
-    UNARY("relu", -3.0), UNARY("gelu", -3.0),
+    UNARY("relu", -3.0), UNARY("gelu", -3.0), UNARY("sigmoid", -3.0),
+    UNARY("silu", -3.0),
 #undef UNARY
 #define BINARY(OP, LOW)                                                        \
   OpCase{OP,                                                                   \

@@ -96,6 +96,8 @@ void kiln::populateElementwiseToKernelPatterns(
   patterns.add<ElementwiseToKernel<graph::ExpOp>>();
   patterns.add<ElementwiseToKernel<graph::LogOp>>();
   patterns.add<ElementwiseToKernel<graph::TanhOp>>();
+  patterns.add<ElementwiseToKernel<graph::SigmoidOp>>();
+  patterns.add<ElementwiseToKernel<graph::SiluOp>>();
   patterns.add<ElementwiseToKernel<graph::SqrtOp>>();
   patterns.add<ElementwiseToKernel<graph::RsqrtOp>>();
   patterns.add<ElementwiseToKernel<graph::ReluOp>>();

@@ -22,7 +22,9 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // CHECK: %[[RSQRT:.*]] = graph.rsqrt %[[SQRT]] : tensor<4x8xf32>
   // CHECK: %[[RELU:.*]] = graph.relu %[[RSQRT]] : tensor<4x8xf32>
   // CHECK: %[[GELU:.*]] = graph.gelu %[[RELU]] : tensor<4x8xf32>
-  // CHECK: return %[[GELU]]
+  // CHECK: %[[SIGMOID:.*]] = graph.sigmoid %[[GELU]] : tensor<4x8xf32>
+  // CHECK: %[[SILU:.*]] = graph.silu %[[SIGMOID]] : tensor<4x8xf32>
+  // CHECK: return %[[SILU]]
   %0 = graph.neg %x : tensor<4x8xf32>
   %1 = graph.exp %0 : tensor<4x8xf32>
   %2 = graph.log %1 : tensor<4x8xf32>
@@ -31,7 +33,9 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %5 = graph.rsqrt %4 : tensor<4x8xf32>
   %6 = graph.relu %5 : tensor<4x8xf32>
   %7 = graph.gelu %6 : tensor<4x8xf32>
-  return %7 : tensor<4x8xf32>
+  %8 = graph.sigmoid %7 : tensor<4x8xf32>
+  %9 = graph.silu %8 : tensor<4x8xf32>
+  return %9 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @binary

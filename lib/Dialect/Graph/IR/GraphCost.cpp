@@ -7,6 +7,7 @@
 // - One FLOP per arithmetic operation on one element: add, subtract,
 //   multiply, divide, compare (max), negate. A multiply-add is two FLOPs. A
 //   transcendental (exp, log, tanh, sqrt, rsqrt, pow) counts as one.
+// - Sigmoid: 4 per element (negate, exp, add, divide); SiLU 5 (and x *).
 // - Matmul: 2 * M * N * K per matrix, times the broadcast batch size.
 // - Elementwise unary and binary ops: 1 per result element, except GELU
 //   (tanh approximation): 9 per element (x*x*x: 2, * 0.044715: 1, + x: 1,
@@ -84,6 +85,9 @@ int64_t kiln::graph::defaultBytesAccessed(Operation *op) {
 
 #define KILN_ONE_FLOP_PER_ELEMENT(Op)                                          \
   int64_t Op::getFlops() { return numElements(getResult()); }
+// sigmoid: negate, exp, add, divide; silu: and the multiply.
+int64_t SigmoidOp::getFlops() { return 4 * numElements(getResult()); }
+int64_t SiluOp::getFlops() { return 5 * numElements(getResult()); }
 KILN_ONE_FLOP_PER_ELEMENT(NegOp)
 KILN_ONE_FLOP_PER_ELEMENT(ExpOp)
 KILN_ONE_FLOP_PER_ELEMENT(LogOp)

@@ -61,6 +61,8 @@ KILN_IDENTITY_MAPS(NegOp)
 KILN_IDENTITY_MAPS(ExpOp)
 KILN_IDENTITY_MAPS(LogOp)
 KILN_IDENTITY_MAPS(TanhOp)
+KILN_IDENTITY_MAPS(SigmoidOp)
+KILN_IDENTITY_MAPS(SiluOp)
 KILN_IDENTITY_MAPS(SqrtOp)
 KILN_IDENTITY_MAPS(RsqrtOp)
 KILN_IDENTITY_MAPS(ReluOp)
@@ -100,6 +102,28 @@ Value TanhOp::buildScalar(OpBuilder &b, Location loc, unsigned,
   return math::TanhOp::create(b, loc, in[0]);
 }
 int64_t TanhOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+/// 1 / (1 + exp(-x)): exp(-x) overflows to inf for x below about -88 (f32),
+/// which gives exactly 0, and underflows to 0 above, which gives 1.
+static Value buildSigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = arith::ConstantOp::create(
+      b, loc, x.getType(), b.getFloatAttr(x.getType(), 1.0));
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
+Value SigmoidOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                             ValueRange in) {
+  return buildSigmoid(b, loc, in[0]);
+}
+int64_t SigmoidOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value SiluOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                          ValueRange in) {
+  return arith::MulFOp::create(b, loc, in[0], buildSigmoid(b, loc, in[0]));
+}
+int64_t SiluOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
 Value SqrtOp::buildScalar(OpBuilder &b, Location loc, unsigned,
                           ValueRange in) {

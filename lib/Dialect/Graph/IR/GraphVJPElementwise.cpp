@@ -64,6 +64,38 @@ LogicalResult TanhOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   return success();
 }
 
+LogicalResult SigmoidOp::buildVJP(OpBuilder &builder,
+                                  ArrayRef<Value> cotangents,
+                                  SmallVectorImpl<Value> &operandCotangents) {
+  // d sigmoid(x) = s (1 - s), s the result.
+  Location loc = getLoc();
+  Type type = getType();
+  Value one = buildSplat(builder, loc, getType(), 1.0);
+  Value slope = MulOp::create(builder, loc, type, getResult(),
+                              SubOp::create(builder, loc, type, one,
+                                            getResult()));
+  operandCotangents.push_back(
+      MulOp::create(builder, loc, type, cotangents[0], slope));
+  return success();
+}
+
+LogicalResult SiluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
+                               SmallVectorImpl<Value> &operandCotangents) {
+  // d x s(x) = s + x s (1 - s) = s (1 + x (1 - s)), s = sigmoid(x).
+  Location loc = getLoc();
+  Type type = getType();
+  Value s = SigmoidOp::create(builder, loc, type, getInput());
+  Value one = buildSplat(builder, loc, getType(), 1.0);
+  Value inner = AddOp::create(
+      builder, loc, type, one,
+      MulOp::create(builder, loc, type, getInput(),
+                    SubOp::create(builder, loc, type, one, s)));
+  Value slope = MulOp::create(builder, loc, type, s, inner);
+  operandCotangents.push_back(
+      MulOp::create(builder, loc, type, cotangents[0], slope));
+  return success();
+}
+
 LogicalResult SqrtOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
                                SmallVectorImpl<Value> &operandCotangents) {
   // d sqrt(x) = 1 / (2 sqrt(x)).
