@@ -59,6 +59,9 @@ def Graph_NegOp : Graph_UnaryOp<"neg", "Elementwise negation.">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "Elementwise natural exponential.">;
 def Graph_LogOp : Graph_UnaryOp<"log", "Elementwise natural logarithm.">;
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "Elementwise hyperbolic tangent.">;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "Elementwise absolute value.">;
+def Graph_SinOp : Graph_UnaryOp<"sin", "Elementwise sine (radians).">;
+def Graph_CosOp : Graph_UnaryOp<"cos", "Elementwise cosine (radians).">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid",
     "Elementwise logistic function: 1 / (1 + exp(-x)).">;
 def Graph_SiluOp : Graph_UnaryOp<"silu",

@@ -63,6 +63,9 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["exp"] = {{x}, emitUnary<graph::ExpOp>};
     table["log"] = {{x}, emitUnary<graph::LogOp>};
     table["tanh"] = {{x}, emitUnary<graph::TanhOp>};
+    table["abs"] = {{x}, emitUnary<graph::AbsOp>};
+    table["sin"] = {{x}, emitUnary<graph::SinOp>};
+    table["cos"] = {{x}, emitUnary<graph::CosOp>};
     table["sigmoid"] = {{x}, emitUnary<graph::SigmoidOp>};
     table["silu"] = {{x}, emitUnary<graph::SiluOp>};
     table["sqrt"] = {{x}, emitUnary<graph::SqrtOp>};

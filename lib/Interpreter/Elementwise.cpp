@@ -42,6 +42,9 @@ static std::function<T(T)> getUnaryFunction(Operation *op) {
       .Case([](graph::LogOp) -> Fn { return [](T x) { return std::log(x); }; })
       .Case(
           [](graph::TanhOp) -> Fn { return [](T x) { return std::tanh(x); }; })
+      .Case([](graph::AbsOp) -> Fn { return [](T x) { return std::fabs(x); }; })
+      .Case([](graph::SinOp) -> Fn { return [](T x) { return std::sin(x); }; })
+      .Case([](graph::CosOp) -> Fn { return [](T x) { return std::cos(x); }; })
       .Case([](graph::SigmoidOp) -> Fn {
         return [](T x) { return T(1) / (T(1) + std::exp(-x)); };
       })

@@ -160,7 +160,8 @@ llvm::Error Evaluation::evaluate(Operation *op) {
         return bindResult(op, evaluateConstant(c));
       })
       .Case<graph::NegOp, graph::ExpOp, graph::LogOp, graph::TanhOp,
-            graph::SigmoidOp, graph::SiluOp, graph::SqrtOp, graph::RsqrtOp,
+            graph::AbsOp, graph::SinOp, graph::CosOp, graph::SigmoidOp,
+            graph::SiluOp, graph::SqrtOp, graph::RsqrtOp,
             graph::ReluOp, graph::GeluOp>(
           [&](auto) { return bindResult(op, evaluateUnary(op, in(0))); })
       .Case<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp,

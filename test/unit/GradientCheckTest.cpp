@@ -331,7 +331,8 @@ INSTANTIATE_TEST_SUITE_P(
     Elementwise, OpGradientCheck,
     ::testing::Values(
         unary("neg"), unary("exp"), unary("log", kPositive), unary("tanh"),
-        unary("sigmoid"), unary("silu"),
+        unary("sigmoid"), unary("silu"), unary("abs"), unary("sin"),
+        unary("cos"),
         unary("sqrt", kPositive), unary("rsqrt", kPositive), unary("relu"),
         unary("gelu"), binary("add"), binary("sub"), binary("mul"),
         binary("div", "", kPositive), binary("pow", kPositive),

@@ -96,6 +96,9 @@ void kiln::populateElementwiseToKernelPatterns(
   patterns.add<ElementwiseToKernel<graph::ExpOp>>();
   patterns.add<ElementwiseToKernel<graph::LogOp>>();
   patterns.add<ElementwiseToKernel<graph::TanhOp>>();
+  patterns.add<ElementwiseToKernel<graph::AbsOp>>();
+  patterns.add<ElementwiseToKernel<graph::SinOp>>();
+  patterns.add<ElementwiseToKernel<graph::CosOp>>();
   patterns.add<ElementwiseToKernel<graph::SigmoidOp>>();
   patterns.add<ElementwiseToKernel<graph::SiluOp>>();
   patterns.add<ElementwiseToKernel<graph::SqrtOp>>();

@@ -24,7 +24,10 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // CHECK: %[[GELU:.*]] = graph.gelu %[[RELU]] : tensor<4x8xf32>
   // CHECK: %[[SIGMOID:.*]] = graph.sigmoid %[[GELU]] : tensor<4x8xf32>
   // CHECK: %[[SILU:.*]] = graph.silu %[[SIGMOID]] : tensor<4x8xf32>
-  // CHECK: return %[[SILU]]
+  // CHECK: %[[ABS:.*]] = graph.abs %[[SILU]] : tensor<4x8xf32>
+  // CHECK: %[[SIN:.*]] = graph.sin %[[ABS]] : tensor<4x8xf32>
+  // CHECK: %[[COS:.*]] = graph.cos %[[SIN]] : tensor<4x8xf32>
+  // CHECK: return %[[COS]]
   %0 = graph.neg %x : tensor<4x8xf32>
   %1 = graph.exp %0 : tensor<4x8xf32>
   %2 = graph.log %1 : tensor<4x8xf32>
@@ -35,7 +38,10 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %7 = graph.gelu %6 : tensor<4x8xf32>
   %8 = graph.sigmoid %7 : tensor<4x8xf32>
   %9 = graph.silu %8 : tensor<4x8xf32>
-  return %9 : tensor<4x8xf32>
+  %10 = graph.abs %9 : tensor<4x8xf32>
+  %11 = graph.sin %10 : tensor<4x8xf32>
+  %12 = graph.cos %11 : tensor<4x8xf32>
+  return %12 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @binary

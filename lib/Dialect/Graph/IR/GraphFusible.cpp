@@ -61,6 +61,9 @@ KILN_IDENTITY_MAPS(NegOp)
 KILN_IDENTITY_MAPS(ExpOp)
 KILN_IDENTITY_MAPS(LogOp)
 KILN_IDENTITY_MAPS(TanhOp)
+KILN_IDENTITY_MAPS(AbsOp)
+KILN_IDENTITY_MAPS(SinOp)
+KILN_IDENTITY_MAPS(CosOp)
 KILN_IDENTITY_MAPS(SigmoidOp)
 KILN_IDENTITY_MAPS(SiluOp)
 KILN_IDENTITY_MAPS(SqrtOp)
@@ -102,6 +105,21 @@ Value TanhOp::buildScalar(OpBuilder &b, Location loc, unsigned,
   return math::TanhOp::create(b, loc, in[0]);
 }
 int64_t TanhOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value AbsOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::AbsFOp::create(b, loc, in[0]);
+}
+int64_t AbsOp::getFlopsPerElement() { return 1; }
+
+Value SinOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::SinOp::create(b, loc, in[0]);
+}
+int64_t SinOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+Value CosOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::CosOp::create(b, loc, in[0]);
+}
+int64_t CosOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
 /// 1 / (1 + exp(-x)): exp(-x) overflows to inf for x below about -88 (f32),
 /// which gives exactly 0, and underflows to 0 above, which gives 1.

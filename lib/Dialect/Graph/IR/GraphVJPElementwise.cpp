@@ -64,6 +64,45 @@ LogicalResult TanhOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   return success();
 }
 
+LogicalResult AbsOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
+                              SmallVectorImpl<Value> &operandCotangents) {
+  // d |x| = sign(x), 0 at 0 (as PyTorch and JAX): dy where x > 0, -dy
+  // where x < 0, from the ReLU gradient of x and of -x.
+  Location loc = getLoc();
+  Type type = getType();
+  Value positive =
+      ReluGradOp::create(builder, loc, type, cotangents[0], getInput());
+  Value negative = ReluGradOp::create(
+      builder, loc, type, cotangents[0],
+      NegOp::create(builder, loc, type, getInput()));
+  operandCotangents.push_back(
+      SubOp::create(builder, loc, type, positive, negative));
+  return success();
+}
+
+LogicalResult SinOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
+                              SmallVectorImpl<Value> &operandCotangents) {
+  // d sin(x) = cos(x).
+  Location loc = getLoc();
+  Type type = getType();
+  operandCotangents.push_back(
+      MulOp::create(builder, loc, type, cotangents[0],
+                    CosOp::create(builder, loc, type, getInput())));
+  return success();
+}
+
+LogicalResult CosOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
+                              SmallVectorImpl<Value> &operandCotangents) {
+  // d cos(x) = -sin(x).
+  Location loc = getLoc();
+  Type type = getType();
+  Value slope = NegOp::create(builder, loc, type,
+                              SinOp::create(builder, loc, type, getInput()));
+  operandCotangents.push_back(
+      MulOp::create(builder, loc, type, cotangents[0], slope));
+  return success();
+}
+
 LogicalResult SigmoidOp::buildVJP(OpBuilder &builder,
                                   ArrayRef<Value> cotangents,
                                   SmallVectorImpl<Value> &operandCotangents) {
