@@ -186,6 +186,11 @@ def GraphFoldGemmEpilogues
     %y = graph.matmul_epilogue bias %x, %w bias %b : tensor<32x64xf32>, tensor<64x128xf32> bias tensor<128xf32> -> tensor<32x128xf32>
     ```
   }];
+  let options = [
+    Option<"auxAlignment", "aux-alignment", "int64_t", /*default=*/"8",
+           "The multiple of elements a GELU epilogue's auxiliary matrix's "
+           "rows must be (cuBLASLt's: 8)">,
+  ];
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 

@@ -104,8 +104,9 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // Bias adds, GELUs and bias gradients into the GEMMs where the library
   // applies them; then elementwise and data-movement chains become one
   // kernel each.
-  if (options.fuse && target->foldsGemmEpilogues())
-    pm.addPass(graph::createGraphFoldGemmEpilogues());
+  if (int64_t alignment = target->getGemmEpilogueAuxAlignment();
+      options.fuse && alignment > 0)
+    pm.addPass(graph::createGraphFoldGemmEpilogues({alignment}));
   if (options.fuse)
     pm.addPass(graph::createGraphFuse());
   pm.addPass(createConvertGraphToKernel(

@@ -98,10 +98,12 @@ public:
   /// fused attention kernels take (kernel/IR/FusedAttention.h); 0 where
   /// attention is library GEMMs around a row kernel.
   virtual int64_t getFusedAttentionHeadDimLimit() const = 0;
-  /// Whether the GEMM library applies bias, GELU and bias-gradient
-  /// epilogues as it stores the product, so that the pipeline folds them
-  /// into the GEMMs (--graph-fold-gemm-epilogues) before fusing the rest.
-  virtual bool foldsGemmEpilogues() const = 0;
+  /// Where the GEMM library applies bias, GELU and bias-gradient epilogues
+  /// as it stores the product (so that the pipeline folds them into the
+  /// GEMMs, --graph-fold-gemm-epilogues, before fusing the rest): the
+  /// multiple of elements its GELU auxiliary matrix's leading dimension
+  /// must be. 0: no epilogues are folded.
+  virtual int64_t getGemmEpilogueAuxAlignment() const = 0;
   /// The multiple a cross-entropy's class dim is padded to, for aligned
   /// GEMM rows (--graph-pad-logits); 0: none.
   virtual int64_t getLogitsAlignment() const = 0;

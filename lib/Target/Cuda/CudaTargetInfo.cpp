@@ -59,8 +59,9 @@ public:
   // The attention template's tiles (AttentionTemplate.cpp) hold a row's
   // head dim in 8 or 16 lanes of at most 8 columns each.
   int64_t getFusedAttentionHeadDimLimit() const override { return 128; }
-  // cuBLASLt's epilogues: BIAS, GELU_AUX_BIAS, DGELU, BGRADA/B.
-  bool foldsGemmEpilogues() const override { return true; }
+  // cuBLASLt's epilogues: BIAS, GELU_AUX_BIAS, DGELU, BGRADA/B; the GELU
+  // aux leading dimension a multiple of 8 (cublasLt.h, EPILOGUE_AUX_LD).
+  int64_t getGemmEpilogueAuxAlignment() const override { return 8; }
   // GPT-2's 50257 classes become 50304, as llm.c pads them.
   int64_t getLogitsAlignment() const override { return 128; }
 };

@@ -48,7 +48,7 @@ public:
   int64_t getFusedAttentionHeadDimLimit() const override { return 0; }
   // The cpu executor has the epilogues, but measured, a library's fused
   // post-op was no faster than the fused elementwise kernel after it.
-  bool foldsGemmEpilogues() const override { return false; }
+  int64_t getGemmEpilogueAuxAlignment() const override { return 0; }
   // Nothing measured says the cpu GEMM libraries gain from it.
   int64_t getLogitsAlignment() const override { return 0; }
 };

@@ -23,10 +23,6 @@ using namespace mlir;
 using namespace kiln::graph;
 
 namespace {
-/// cuBLASLt keeps a GELU's auxiliary matrix (the pre-activation) with C's
-/// leading dimension, which must be a multiple of this many elements.
-constexpr int64_t kAuxAlignment = 8;
-
 /// The matmul defining `value` when `value` is its only use's operand.
 MatmulOp getSoleUseMatmul(Value value) {
   auto matmul = value.getDefiningOp<MatmulOp>();
@@ -69,10 +65,12 @@ std::optional<BiasAdd> matchBiasAdd(AddOp add) {
 }
 
 /// Whether `value` is a matrix (or a batch of them) whose rows are a
-/// whole number of aux alignments long.
-bool hasAlignedRows(Value value) {
+/// whole number of `alignment`s long: the library keeps a GELU's auxiliary
+/// matrix (the pre-activation) with C's leading dimension.
+bool hasAlignedRows(Value value, int64_t alignment) {
   auto type = cast<RankedTensorType>(value.getType());
-  return type.getRank() >= 2 && type.getShape().back() % kAuxAlignment == 0;
+  return type.getRank() >= 2 && alignment > 0 &&
+         type.getShape().back() % alignment == 0;
 }
 
 /// The epilogue op at `at` for `matmul`'s operands.
@@ -81,11 +79,11 @@ MatmulEpilogueOp createEpilogue(IRRewriter &rewriter, Operation *at,
                                 Value bias, Value aux, TypeRange types) {
   rewriter.setInsertionPoint(at);
   // The GEMM is the matmul's: its model line names the product.
-  auto op = MatmulEpilogueOp::create(
-      rewriter, matmul.getLoc(), types.front(),
-      types.size() > 1 ? types[1] : Type(), epilogue, matmul.getLhs(),
-      matmul.getRhs(), bias, aux, matmul.getTransposeLhs(),
-      matmul.getTransposeRhs());
+  auto op = MatmulEpilogueOp::create(rewriter, matmul.getLoc(), types.front(),
+                                     types.size() > 1 ? types[1] : Type(),
+                                     epilogue, matmul.getLhs(), matmul.getRhs(),
+                                     bias, aux, matmul.getTransposeLhs(),
+                                     matmul.getTransposeRhs());
   for (NamedAttribute attribute : matmul->getDiscardableAttrs())
     op->setAttr(attribute.getName(), attribute.getValue());
   return op;
@@ -93,23 +91,23 @@ MatmulEpilogueOp createEpilogue(IRRewriter &rewriter, Operation *at,
 
 /// gelu(matmul + bias) -> bias_gelu; the add's other users read its
 /// pre-activation.
-void foldBiasGelu(IRRewriter &rewriter, GeluOp gelu) {
+void foldBiasGelu(IRRewriter &rewriter, GeluOp gelu, int64_t alignment) {
   auto add = gelu.getInput().getDefiningOp<AddOp>();
-  if (!add || !hasAlignedRows(add))
+  if (!add || !hasAlignedRows(add, alignment))
     return;
   std::optional<BiasAdd> match = matchBiasAdd(add);
   if (!match)
     return;
   Type type = gelu.getType();
-  auto fused = createEpilogue(rewriter, add, match->matmul,
-                              GemmEpilogue::BiasGelu, match->bias, nullptr,
-                              {type, type});
+  auto fused =
+      createEpilogue(rewriter, add, match->matmul, GemmEpilogue::BiasGelu,
+                     match->bias, nullptr, {type, type});
   rewriter.replaceOp(gelu, fused.getResult());
   rewriter.replaceOp(add, fused.getSecond());
 }
 
 /// matmul + bias -> bias.
-void foldBias(IRRewriter &rewriter, AddOp add) {
+void foldBias(IRRewriter &rewriter, AddOp add, int64_t) {
   std::optional<BiasAdd> match = matchBiasAdd(add);
   if (!match)
     return;
@@ -119,14 +117,13 @@ void foldBias(IRRewriter &rewriter, AddOp add) {
 }
 
 /// gelu_grad(matmul, pre) -> dgelu with aux = pre.
-void foldGeluGrad(IRRewriter &rewriter, GeluGradOp grad) {
+void foldGeluGrad(IRRewriter &rewriter, GeluGradOp grad, int64_t alignment) {
   MatmulOp matmul = getSoleUseMatmul(grad.getResultGrad());
   if (!matmul || grad.getInput().getType() != matmul.getType() ||
-      !hasAlignedRows(grad.getInput()))
+      !hasAlignedRows(grad.getInput(), alignment))
     return;
-  auto fused =
-      createEpilogue(rewriter, grad, matmul, GemmEpilogue::DGelu, nullptr,
-                     grad.getInput(), {grad.getType()});
+  auto fused = createEpilogue(rewriter, grad, matmul, GemmEpilogue::DGelu,
+                              nullptr, grad.getInput(), {grad.getType()});
   rewriter.replaceOp(grad, fused.getResult());
 }
 
@@ -143,12 +140,12 @@ bool readsRowsOf(Value rhs, Value dz) {
 
 /// reduce sum(dz) over its rows beside matmul(x, dz) with transpose_lhs ->
 /// bias_grad.
-void foldBiasGrad(IRRewriter &rewriter, ReduceOp reduce) {
+void foldBiasGrad(IRRewriter &rewriter, ReduceOp reduce, int64_t) {
   Value dz = reduce.getInput();
   auto type = cast<RankedTensorType>(dz.getType());
   int64_t rank = type.getRank();
-  if (reduce.getKind() != ReduceKind::Sum || reduce.getKeepdims() ||
-      rank < 2 || static_cast<int64_t>(reduce.getAxes().size()) != rank - 1)
+  if (reduce.getKind() != ReduceKind::Sum || reduce.getKeepdims() || rank < 2 ||
+      static_cast<int64_t>(reduce.getAxes().size()) != rank - 1)
     return;
   for (auto [position, axis] : llvm::enumerate(reduce.getAxes()))
     if (axis != static_cast<int64_t>(position))
@@ -186,6 +183,8 @@ void foldBiasGrad(IRRewriter &rewriter, ReduceOp reduce) {
 struct GraphFoldGemmEpiloguesPass
     : kiln::graph::impl::GraphFoldGemmEpiloguesBase<
           GraphFoldGemmEpiloguesPass> {
+  using GraphFoldGemmEpiloguesBase::GraphFoldGemmEpiloguesBase;
+
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     for (auto function : getOperation().getOps<func::FuncOp>()) {
@@ -195,7 +194,7 @@ struct GraphFoldGemmEpiloguesPass
         SmallVector<OpTy> ops;
         function.walk([&](OpTy op) { ops.push_back(op); });
         for (OpTy op : ops)
-          fold(rewriter, op);
+          fold(rewriter, op, auxAlignment);
       };
       each(foldBiasGelu, GeluOp());
       each(foldBias, AddOp());
