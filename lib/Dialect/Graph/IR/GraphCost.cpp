@@ -131,18 +131,19 @@ KILN_NO_FLOPS(CastOp)
 // Linear algebra and neural-network ops
 //===----------------------------------------------------------------------===//
 
-int64_t MatmulOp::getFlops() {
-  // The result is [batch..., M, N]; K is the lhs's contracting dim.
-  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
-  int64_t k = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
-  return 2 * numElements(getResult()) * k;
+/// 2 M N K per matrix of the product: the result is [batch..., M, N]; K is
+/// the lhs's contracting dim.
+template <typename OpTy> static int64_t getProductFlops(OpTy op) {
+  ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
+  int64_t k = op.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+  return 2 * numElements(op.getResult()) * k;
 }
 
+int64_t MatmulOp::getFlops() { return getProductFlops(*this); }
+
 int64_t MatmulEpilogueOp::getFlops() {
-  ArrayRef<int64_t> lhs = getLhs().getType().getShape();
-  int64_t k = getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
   int64_t elements = numElements(getResult());
-  int64_t flops = 2 * elements * k;
+  int64_t flops = getProductFlops(*this);
   switch (getEpilogue()) {
   case GemmEpilogue::Bias:
     return flops + elements;

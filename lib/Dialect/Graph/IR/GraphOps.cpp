@@ -50,26 +50,24 @@ LogicalResult ConstantOp::verify() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::verify() {
-  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()},
+/// A product's element types and shapes, for graph.matmul and
+/// graph.matmul_epilogue.
+template <typename OpTy> static LogicalResult verifyProduct(OpTy op) {
+  if (failed(verifySameElementType(op,
+                                   {op.getLhs(), op.getRhs(), op.getResult()},
                                    {"lhs", "rhs", "result"})))
     return failure();
   std::string error;
-  ShapeOrError inferred =
-      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()), getTransposeLhs(),
-                       getTransposeRhs(), error);
-  return verifyInferredShape(*this, inferred, error, getResult());
+  ShapeOrError inferred = inferMatmulShape(
+      shapeOf(op.getLhs()), shapeOf(op.getRhs()), op.getTransposeLhs(),
+      op.getTransposeRhs(), error);
+  return verifyInferredShape(op, inferred, error, op.getResult());
 }
 
+LogicalResult MatmulOp::verify() { return verifyProduct(*this); }
+
 LogicalResult MatmulEpilogueOp::verify() {
-  if (failed(verifySameElementType(*this, {getLhs(), getRhs(), getResult()},
-                                   {"lhs", "rhs", "result"})))
-    return failure();
-  std::string error;
-  ShapeOrError inferred =
-      inferMatmulShape(shapeOf(getLhs()), shapeOf(getRhs()), getTransposeLhs(),
-                       getTransposeRhs(), error);
-  if (failed(verifyInferredShape(*this, inferred, error, getResult())))
+  if (failed(verifyProduct(*this)))
     return failure();
   GemmEpilogue epilogue = getEpilogue();
   StringRef name = stringifyGemmEpilogue(epilogue);
@@ -96,7 +94,8 @@ LogicalResult MatmulEpilogueOp::verify() {
       epilogue == GemmEpilogue::BiasGelu || epilogue == GemmEpilogue::BiasGrad;
   if (hasSecond != bool(getSecond()))
     return emitOpError() << "epilogue " << name
-                         << (hasSecond ? " has" : " has no") << " second result";
+                         << (hasSecond ? " has" : " has no")
+                         << " second result";
   if (epilogue == GemmEpilogue::BiasGelu && getSecond().getType() != result)
     return emitOpError() << "the pre-activation must have the result's type "
                          << result << ", got " << getSecond().getType();
