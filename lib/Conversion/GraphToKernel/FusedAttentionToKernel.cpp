@@ -31,9 +31,10 @@ bool kiln::canFuseAttention(const KernelLowering &lowering,
                             const AttentionShape &shape, int64_t valueDim,
                             Type elementType) {
   int64_t limit = lowering.getTarget().getFusedAttentionHeadDimLimit();
-  return lowering.allowsFusedAttention() && elementType.isF32() && shape.batches > 0 && shape.queries > 0 &&
-         shape.keys > 0 && shape.keyDim > 0 && valueDim > 0 &&
-         shape.keyDim <= limit && valueDim <= limit;
+  return lowering.allowsFusedAttention() && elementType.isF32() &&
+         shape.batches > 0 && shape.queries > 0 && shape.keys > 0 &&
+         shape.keyDim > 0 && valueDim > 0 && shape.keyDim <= limit &&
+         valueDim <= limit;
 }
 
 namespace {
@@ -78,19 +79,19 @@ struct Rows {
                 });
   }
   /// target[tr, e] += weight * source[sr, e] for e in [0, dim).
-  void accumulate(Value target, Value tr, Value weight, Value source,
-                  Value sr, int64_t dim) {
-    kb::forLoop(b, loc, dim, {},
-                [&](OpBuilder &ib, Location loc, Value e,
-                    ValueRange) -> SmallVector<Value> {
-                  Rows inner{ib, loc, type, batch};
-                  Value sum = arith::AddFOp::create(
-                      ib, loc, inner.at(target, tr, e),
-                      arith::MulFOp::create(ib, loc, weight,
-                                            inner.at(source, sr, e)));
-                  inner.store(sum, target, tr, e);
-                  return {};
-                });
+  void accumulate(Value target, Value tr, Value weight, Value source, Value sr,
+                  int64_t dim) {
+    kb::forLoop(
+        b, loc, dim, {},
+        [&](OpBuilder &ib, Location loc, Value e,
+            ValueRange) -> SmallVector<Value> {
+          Rows inner{ib, loc, type, batch};
+          Value sum = arith::AddFOp::create(
+              ib, loc, inner.at(target, tr, e),
+              arith::MulFOp::create(ib, loc, weight, inner.at(source, sr, e)));
+          inner.store(sum, target, tr, e);
+          return {};
+        });
   }
 };
 
@@ -104,20 +105,25 @@ Value getVisibleKeys(OpBuilder &b, Location loc, Value i,
       b, loc, arith::AddIOp::create(b, loc, i, kb::index(b, loc, 1)), keys);
 }
 
-/// Launches one part with its description on its kernel.func.
+/// Launches one part with its description on its kernel.func; `row`
+/// builds the body of one of its rows (queries, or keys for
+/// key_value_grad) of one batch.
 void launchPart(KernelLowering &lowering, Location loc, StringRef origin,
                 FusedAttention part, ValueRange buffers, int64_t work,
-                llvm::function_ref<void(OpBuilder &, Location, Value,
-                                        ValueRange)>
+                llvm::function_ref<void(OpBuilder &, Location, Value batch,
+                                        Value row, ValueRange)>
                     row) {
-  int64_t range = part.batches * part.getRows();
+  int64_t rows = part.getRows();
+  int64_t range = part.batches * rows;
   kernel::LaunchOp launch = lowering.launch(
       loc, origin, buffers, range, work,
       [&](OpBuilder &b, Location loc, ValueRange args) {
-        kb::parallelFor(b, loc, range,
-                        [&](OpBuilder &b, Location loc, Value index) {
-                          row(b, loc, index, args);
-                        });
+        kb::parallelFor(
+            b, loc, range, [&](OpBuilder &b, Location loc, Value index) {
+              Value count = kb::index(b, loc, rows);
+              row(b, loc, arith::DivUIOp::create(b, loc, index, count),
+                  arith::RemUIOp::create(b, loc, index, count), args);
+            });
       });
   auto module = launch->getParentOfType<ModuleOp>();
   auto func = module.lookupSymbol<kernel::FuncOp>(launch.getKernelAttr());
@@ -156,12 +162,8 @@ void kiln::lowerFusedAttention(KernelLowering &lowering, Location loc,
       lowering, loc, origin,
       describe(shape, valueDim, FusedAttention::Part::Forward), buffers,
       keys * (3 * shape.keyDim + valueDim),
-      [&](OpBuilder &b, Location loc, Value index, ValueRange args) {
+      [&](OpBuilder &b, Location loc, Value batch, Value i, ValueRange args) {
         Value q = args[0], k = args[1], v = args[2], o = args[3];
-        Value batch =
-            arith::DivUIOp::create(b, loc, index, kb::index(b, loc, queries));
-        Value i =
-            arith::RemUIOp::create(b, loc, index, kb::index(b, loc, queries));
         Rows rows{b, loc, type, batch};
         Value scale = kb::floatConst(b, loc, type, shape.scale);
         auto score = [&](Rows &at, Value j) {
@@ -170,25 +172,22 @@ void kiln::lowerFusedAttention(KernelLowering &lowering, Location loc,
         };
         Value visible = getVisibleKeys(b, loc, i, shape);
         Value zero = kb::index(b, loc, 0);
-        Value max = kb::forLoop(b, loc, zero, visible,
-                                kb::negativeInfinity(b, loc, type),
-                                [&](OpBuilder &ib, Location loc, Value j,
-                                    ValueRange acc) -> SmallVector<Value> {
-                                  Rows at{ib, loc, type, batch};
-                                  return {kb::stdMax(ib, loc, acc[0],
-                                                     score(at, j))};
-                                })[0];
-        Value total =
-            kb::forLoop(b, loc, zero, visible, kb::floatConst(b, loc, type, 0),
-                        [&](OpBuilder &ib, Location loc, Value j,
-                            ValueRange acc) -> SmallVector<Value> {
-                          Rows at{ib, loc, type, batch};
-                          Value e = math::ExpOp::create(
-                              ib, loc,
-                              arith::SubFOp::create(ib, loc, score(at, j),
-                                                    max));
-                          return {arith::AddFOp::create(ib, loc, acc[0], e)};
-                        })[0];
+        Value max = kb::forLoop(
+            b, loc, zero, visible, kb::negativeInfinity(b, loc, type),
+            [&](OpBuilder &ib, Location loc, Value j,
+                ValueRange acc) -> SmallVector<Value> {
+              Rows at{ib, loc, type, batch};
+              return {kb::stdMax(ib, loc, acc[0], score(at, j))};
+            })[0];
+        Value total = kb::forLoop(
+            b, loc, zero, visible, kb::floatConst(b, loc, type, 0),
+            [&](OpBuilder &ib, Location loc, Value j,
+                ValueRange acc) -> SmallVector<Value> {
+              Rows at{ib, loc, type, batch};
+              Value e = math::ExpOp::create(
+                  ib, loc, arith::SubFOp::create(ib, loc, score(at, j), max));
+              return {arith::AddFOp::create(ib, loc, acc[0], e)};
+            })[0];
         rows.zero(o, i, valueDim);
         kb::forLoop(b, loc, zero, visible, {},
                     [&](OpBuilder &ib, Location loc, Value j,
@@ -196,10 +195,9 @@ void kiln::lowerFusedAttention(KernelLowering &lowering, Location loc,
                       Rows at{ib, loc, type, batch};
                       Value p = arith::DivFOp::create(
                           ib, loc,
-                          math::ExpOp::create(
-                              ib, loc,
-                              arith::SubFOp::create(ib, loc, score(at, j),
-                                                    max)),
+                          math::ExpOp::create(ib, loc,
+                                              arith::SubFOp::create(
+                                                  ib, loc, score(at, j), max)),
                           total);
                       at.accumulate(o, i, p, v, j, valueDim);
                       return {};
@@ -211,11 +209,13 @@ void kiln::lowerFusedAttention(KernelLowering &lowering, Location loc,
       });
 }
 
-void kiln::lowerFusedAttentionGrad(
-    KernelLowering &lowering, Location loc, StringRef origin, Value query,
-    Value key, Value value, Value out, Value lse, Value resultGrad,
-    Value queryGrad, Value keyGrad, Value valueGrad,
-    const AttentionShape &shape, int64_t valueDim) {
+void kiln::lowerFusedAttentionGrad(KernelLowering &lowering, Location loc,
+                                   StringRef origin, Value query, Value key,
+                                   Value value, Value out, Value lse,
+                                   Value resultGrad, Value queryGrad,
+                                   Value keyGrad, Value valueGrad,
+                                   const AttentionShape &shape,
+                                   int64_t valueDim) {
   int64_t batches = shape.batches, queries = shape.queries, keys = shape.keys;
   int64_t keyDim = shape.keyDim;
   Type type = cast<MemRefType>(out.getType()).getElementType();
@@ -228,21 +228,22 @@ void kiln::lowerFusedAttentionGrad(
       {lowering.view(resultGrad, {rows, valueDim}),
        lowering.view(out, {rows, valueDim}), delta},
       rows, 2 * valueDim, [&](OpBuilder &b, Location loc, ValueRange args) {
-        kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                          Value row) {
-          Value sum = kb::forLoop(
-              b, loc, valueDim, kb::floatConst(b, loc, type, 0.0),
-              [&](OpBuilder &b, Location loc, Value e,
-                  ValueRange acc) -> SmallVector<Value> {
-                Value term = arith::MulFOp::create(
-                    b, loc,
-                    memref::LoadOp::create(b, loc, args[0], ValueRange{row, e}),
-                    memref::LoadOp::create(b, loc, args[1],
-                                           ValueRange{row, e}));
-                return {arith::AddFOp::create(b, loc, acc[0], term)};
-              })[0];
-          memref::StoreOp::create(b, loc, sum, args[2], ValueRange{row});
-        });
+        kb::parallelFor(
+            b, loc, rows, [&](OpBuilder &b, Location loc, Value row) {
+              Value sum = kb::forLoop(
+                  b, loc, valueDim, kb::floatConst(b, loc, type, 0.0),
+                  [&](OpBuilder &b, Location loc, Value e,
+                      ValueRange acc) -> SmallVector<Value> {
+                    Value term = arith::MulFOp::create(
+                        b, loc,
+                        memref::LoadOp::create(b, loc, args[0],
+                                               ValueRange{row, e}),
+                        memref::LoadOp::create(b, loc, args[1],
+                                               ValueRange{row, e}));
+                    return {arith::AddFOp::create(b, loc, acc[0], term)};
+                  })[0];
+              memref::StoreOp::create(b, loc, sum, args[2], ValueRange{row});
+            });
       });
 
   SmallVector<Value> inputs = {
@@ -258,8 +259,8 @@ void kiln::lowerFusedAttentionGrad(
                        Value &probability) {
     Value q = args[0], k = args[1], v = args[2], dout = args[3];
     Value scale = kb::floatConst(at.b, at.loc, type, shape.scale);
-    Value score = arith::MulFOp::create(at.b, at.loc,
-                                        at.dot(q, i, k, j, keyDim), scale);
+    Value score =
+        arith::MulFOp::create(at.b, at.loc, at.dot(q, i, k, j, keyDim), scale);
     Value logSumExp = at.load(args[4], {at.batch, i});
     probability = math::ExpOp::create(
         at.b, at.loc, arith::SubFOp::create(at.b, at.loc, score, logSumExp));
@@ -278,12 +279,9 @@ void kiln::lowerFusedAttentionGrad(
   keyBuffers.push_back(lowering.view(valueGrad, {batches, keys, valueDim}));
   launchPart(
       lowering, loc, origin,
-      describe(shape, valueDim, FusedAttention::Part::KeyValueGrad),
-      keyBuffers, queries * (2 * keyDim + 3 * valueDim),
-      [&](OpBuilder &b, Location loc, Value index, ValueRange args) {
-        Value batch =
-            arith::DivUIOp::create(b, loc, index, kb::index(b, loc, keys));
-        Value j = arith::RemUIOp::create(b, loc, index, kb::index(b, loc, keys));
+      describe(shape, valueDim, FusedAttention::Part::KeyValueGrad), keyBuffers,
+      queries * (2 * keyDim + 3 * valueDim),
+      [&](OpBuilder &b, Location loc, Value batch, Value j, ValueRange args) {
         Rows row{b, loc, type, batch};
         row.zero(args[6], j, keyDim);
         row.zero(args[7], j, valueDim);
@@ -307,11 +305,7 @@ void kiln::lowerFusedAttentionGrad(
       lowering, loc, origin,
       describe(shape, valueDim, FusedAttention::Part::QueryGrad), queryBuffers,
       keys * (3 * keyDim + valueDim),
-      [&](OpBuilder &b, Location loc, Value index, ValueRange args) {
-        Value batch =
-            arith::DivUIOp::create(b, loc, index, kb::index(b, loc, queries));
-        Value i =
-            arith::RemUIOp::create(b, loc, index, kb::index(b, loc, queries));
+      [&](OpBuilder &b, Location loc, Value batch, Value i, ValueRange args) {
         Rows row{b, loc, type, batch};
         row.zero(args[6], i, keyDim);
         kb::forLoop(b, loc, kb::index(b, loc, 0),

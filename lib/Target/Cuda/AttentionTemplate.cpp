@@ -31,6 +31,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -46,20 +48,18 @@ constexpr int64_t kBlockSize = 256;
 /// The other side's rows staged in shared memory at once.
 constexpr int64_t kTileRows = 32;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// The buffers' positions among a part's arguments.
 enum Argument : unsigned {
   kQuery = 0,
   kKey = 1,
   kValue = 2,
-  kOut = 3,           // forward
-  kForwardLse = 4,    // forward
-  kResultGrad = 3,    // gradients
-  kLse = 4,           // gradients
-  kDelta = 5,         // gradients
-  kFirstGrad = 6,     // dk (key_value_grad) or dq (query_grad)
-  kValueGrad = 7,     // key_value_grad
+  kOut = 3,        // forward
+  kForwardLse = 4, // forward
+  kResultGrad = 3, // gradients
+  kLse = 4,        // gradients
+  kDelta = 5,      // gradients
+  kFirstGrad = 6,  // dk (key_value_grad) or dq (query_grad)
+  kValueGrad = 7,  // key_value_grad
 };
 
 /// The shape each argument of `part` must have.
@@ -104,9 +104,11 @@ std::optional<AttentionPlan> kiln::planAttention(const FusedAttention &part,
   // head dim in kMaxColumnsPerLane columns each.
   int64_t widest = std::max(part.keyDim, part.valueDim);
   int64_t lanes = 1;
-  while (lanes < warpSize && ceilDiv(widest, lanes) > kMaxColumnsPerLane)
+  while (lanes < warpSize &&
+         llvm::divideCeilSigned(widest, lanes) > kMaxColumnsPerLane)
     lanes *= 2;
-  if (ceilDiv(widest, lanes) > kMaxColumnsPerLane || warpSize % lanes)
+  if (llvm::divideCeilSigned(widest, lanes) > kMaxColumnsPerLane ||
+      warpSize % lanes)
     return std::nullopt;
 
   AttentionPlan plan;
@@ -116,10 +118,11 @@ std::optional<AttentionPlan> kiln::planAttention(const FusedAttention &part,
   plan.tileRows = kTileRows;
   int64_t rows = part.getRows();
   int64_t rowsPerWarp = warpSize / lanes;
-  plan.rowsPerBlock = std::min(kBlockSize / lanes,
-                               ceilDiv(rows, rowsPerWarp) * rowsPerWarp);
+  plan.rowsPerBlock =
+      std::min(kBlockSize / lanes,
+               llvm::divideCeilSigned(rows, rowsPerWarp) * rowsPerWarp);
   plan.blockSize = plan.rowsPerBlock * lanes;
-  plan.grid = part.batches * ceilDiv(rows, plan.rowsPerBlock);
+  plan.grid = part.batches * llvm::divideCeilSigned(rows, plan.rowsPerBlock);
   // Two tiles of vectors, and for key_value_grad the queries' lse and delta.
   int64_t words = kTileRows * (part.keyDim + part.valueDim);
   if (part.part == Part::KeyValueGrad)
@@ -192,7 +195,9 @@ private:
 
   /// The lanes' columns of a vector of `dim`: column c of the lane is
   /// member + c * lanes.
-  int64_t columnsOf(int64_t dim) const { return ceilDiv(dim, plan.lanes); }
+  int64_t columnsOf(int64_t dim) const {
+    return llvm::divideCeilSigned(dim, plan.lanes);
+  }
   bool mayPassEnd(int64_t c, int64_t dim) const {
     return (c + 1) * plan.lanes > dim;
   }
@@ -351,36 +356,36 @@ SmallVector<Value> AttentionKernelBuilder::walkTiles(
   int64_t others = byKeys ? a.keys : a.queries;
   int64_t tileRows = plan.tileRows;
   // The tiles [first, end): causal blocks skip what none of their rows see.
-  Value first = index(0), end = index(ceilDiv(others, tileRows));
+  Value first = index(0), end = index(llvm::divideCeilSigned(others, tileRows));
   if (a.causal && byKeys) {
     // Keys up to the block's last row (and no further than the keys).
-    Value last = arith::MinUIOp::create(
-        b, loc, add(firstRow, index(plan.rowsPerBlock)),
-        index(std::min(a.queries, a.keys)));
+    Value last =
+        arith::MinUIOp::create(b, loc, add(firstRow, index(plan.rowsPerBlock)),
+                               index(std::min(a.queries, a.keys)));
     end = arith::DivUIOp::create(b, loc, add(last, index(tileRows - 1)),
                                  index(tileRows));
   } else if (a.causal) {
     // Queries from the block's first key on.
     first = arith::DivUIOp::create(b, loc, firstRow, index(tileRows));
   }
-  return forLoop(
-      first, end, index(1), inits,
-      [&](Value t, ValueRange carried) -> SmallVector<Value> {
-        Value start = mul(t, index(tileRows));
-        // The last tile's reads are over before it is overwritten.
-        gpu::BarrierOp::create(b, loc);
-        for (auto [vector, tile] : llvm::zip(tiles, shared))
-          stageTile(vector, tile, start, others);
-        if (!byKeys) {
-          stageScalars(kLse, shared[2], start, others);
-          stageScalars(kDelta, shared[3], start, others);
-        }
-        gpu::BarrierOp::create(b, loc);
-        return forLoop(index(0), index(tileRows), index(1), carried,
-                       [&](Value j, ValueRange state) {
-                         return pair(j, pairs(add(start, j), others), state);
-                       });
-      });
+  return forLoop(first, end, index(1), inits,
+                 [&](Value t, ValueRange carried) -> SmallVector<Value> {
+                   Value start = mul(t, index(tileRows));
+                   // The last tile's reads are over before it is overwritten.
+                   gpu::BarrierOp::create(b, loc);
+                   for (auto [vector, tile] : llvm::zip(tiles, shared))
+                     stageTile(vector, tile, start, others);
+                   if (!byKeys) {
+                     stageScalars(kLse, shared[2], start, others);
+                     stageScalars(kDelta, shared[3], start, others);
+                   }
+                   gpu::BarrierOp::create(b, loc);
+                   return forLoop(index(0), index(tileRows), index(1), carried,
+                                  [&](Value j, ValueRange state) {
+                                    return pair(j, pairs(add(start, j), others),
+                                                state);
+                                  });
+                 });
 }
 
 void AttentionKernelBuilder::buildForward() {
@@ -389,8 +394,8 @@ void AttentionKernelBuilder::buildForward() {
   SmallVector<Value> query = loadRow(q);
   Value scale = real(a.scale);
   // Carried: the running maximum, exp-sum, then the output row.
-  SmallVector<Value> inits = {
-      real(-std::numeric_limits<double>::infinity()), real(0)};
+  SmallVector<Value> inits = {real(-std::numeric_limits<double>::infinity()),
+                              real(0)};
   for (int64_t c = 0; c < columnsOf(a.valueDim); ++c)
     inits.push_back(real(0));
   SmallVector<Value> state = walkTiles(
@@ -407,9 +412,8 @@ void AttentionKernelBuilder::buildForward() {
                 b, loc, math::AbsFOp::create(b, loc, sub(score, maximum))));
         Value rescale = select(valid, select(larger, e, real(1)), real(1));
         Value p = select(valid, select(larger, real(1), e), real(0));
-        SmallVector<Value> next = {
-            select(both(valid, larger), score, maximum),
-            add(mul(sum, rescale), p)};
+        SmallVector<Value> next = {select(both(valid, larger), score, maximum),
+                                   add(mul(sum, rescale), p)};
         llvm::append_range(next, axpy(carried.drop_front(2), rescale, p,
                                       shared[1], j, a.valueDim));
         return next;
@@ -420,8 +424,8 @@ void AttentionKernelBuilder::buildForward() {
     output.push_back(arith::DivFOp::create(b, loc, value, sum));
   storeRow(output, out);
   Value lse = add(maximum, math::LogOp::create(b, loc, sum));
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, member,
-                                      index(0));
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, member, index(0));
   when(both(rowInside, first), [&] {
     memref::StoreOp::create(b, loc, lse, arguments[kForwardLse],
                             ValueRange{batch, rowIndex});
@@ -443,11 +447,11 @@ void AttentionKernelBuilder::buildKeyValueGrad() {
         Value score = mul(dot(key, shared[0], j, a.keyDim), scale);
         Value lse = memref::LoadOp::create(b, loc, shared[2], ValueRange{j});
         Value delta = memref::LoadOp::create(b, loc, shared[3], ValueRange{j});
-        Value p =
-            select(valid, math::ExpOp::create(b, loc, sub(score, lse)), real(0));
-        SmallVector<Value> valueGrad = axpy(carried.drop_front(keyColumns),
-                                            nullptr, p, shared[1], j,
-                                            a.valueDim);
+        Value p = select(valid, math::ExpOp::create(b, loc, sub(score, lse)),
+                         real(0));
+        SmallVector<Value> valueGrad =
+            axpy(carried.drop_front(keyColumns), nullptr, p, shared[1], j,
+                 a.valueDim);
         Value dp = dot(value, shared[1], j, a.valueDim);
         Value ds = mul(mul(p, sub(dp, delta)), scale);
         SmallVector<Value> next = axpy(carried.take_front(keyColumns), nullptr,
@@ -463,18 +467,18 @@ void AttentionKernelBuilder::buildQueryGrad() {
   VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
       dout{kResultGrad, a.valueDim}, dq{kFirstGrad, a.keyDim};
   SmallVector<Value> query = loadRow(q), resultGrad = loadRow(dout);
-  Value lse = memref::LoadOp::create(b, loc, arguments[kLse],
-                                     ValueRange{batch, row});
-  Value delta = memref::LoadOp::create(b, loc, arguments[kDelta],
-                                       ValueRange{batch, row});
+  Value lse =
+      memref::LoadOp::create(b, loc, arguments[kLse], ValueRange{batch, row});
+  Value delta =
+      memref::LoadOp::create(b, loc, arguments[kDelta], ValueRange{batch, row});
   Value scale = real(a.scale);
   SmallVector<Value> inits(columnsOf(a.keyDim), real(0));
   SmallVector<Value> state = walkTiles(
       {k, v}, inits,
       [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
         Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
-        Value p =
-            select(valid, math::ExpOp::create(b, loc, sub(score, lse)), real(0));
+        Value p = select(valid, math::ExpOp::create(b, loc, sub(score, lse)),
+                         real(0));
         Value dp = dot(resultGrad, shared[1], j, a.valueDim);
         Value ds = mul(mul(p, sub(dp, delta)), scale);
         return axpy(carried, nullptr, ds, shared[0], j, a.keyDim);
@@ -486,7 +490,7 @@ void AttentionKernelBuilder::build() {
   thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   int64_t rows = a.getRows();
-  Value rowBlocks = index(ceilDiv(rows, plan.rowsPerBlock));
+  Value rowBlocks = index(llvm::divideCeilSigned(rows, plan.rowsPerBlock));
   batch = arith::DivUIOp::create(b, loc, block, rowBlocks);
   firstRow = mul(arith::RemUIOp::create(b, loc, block, rowBlocks),
                  index(plan.rowsPerBlock));
