@@ -76,7 +76,7 @@ void roundInputs(GemmTypes types, std::vector<double> &values,
     bf16[i] = floatToBf16(f32[i]);
     if (types == GemmTypes::F32)
       values[i] = f32[i];
-    else if (types == GemmTypes::BF16_F32)
+    else if (types == GemmTypes::BF16_F32 || types == GemmTypes::BF16)
       values[i] = bf16ToFloat(bf16[i]);
   }
 }
@@ -84,8 +84,7 @@ void roundInputs(GemmTypes types, std::vector<double> &values,
 /// Runs `c` through `library` in `types` and checks every element of C
 /// against a sum in double of the same (rounded) inputs, and that the
 /// padding of C is never written.
-void checkLibrary(const GemmLibrary &library, GemmTypes types,
-                  const Case &c) {
+void checkLibrary(const GemmLibrary &library, GemmTypes types, const Case &c) {
   SCOPED_TRACE(std::string(library.name()) + " " + gemmTypesName(types) +
                " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
                " k=" + std::to_string(c.k) + " ta=" + std::to_string(c.ta) +
@@ -104,12 +103,16 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types,
   for (double &x : c0)
     x = uniform(engine);
   std::vector<float> af, bf, cf(c0.size());
-  std::vector<uint16_t> a16, b16;
+  std::vector<uint16_t> a16, b16, c16(c0.size());
   roundInputs(types, a, af, a16);
   roundInputs(types, b, bf, b16);
+  bool bf16C = types == GemmTypes::BF16;
   for (size_t i = 0; i < c0.size(); ++i) {
     cf[i] = static_cast<float>(c0[i]);
-    if (types != GemmTypes::F64)
+    c16[i] = floatToBf16(cf[i]);
+    if (bf16C)
+      c0[i] = bf16ToFloat(c16[i]);
+    else if (types != GemmTypes::F64)
       c0[i] = cf[i];
   }
   std::vector<double> cd = c0;
@@ -135,13 +138,19 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types,
                                         : a16.data();
     problem.b = types == GemmTypes::F32 ? static_cast<const void *>(bf.data())
                                         : b16.data();
-    problem.c = cf.data();
+    problem.c = bf16C ? static_cast<void *>(c16.data()) : cf.data();
   }
   ASSERT_EQ(library.prepare(problem), "");
   library.run(problem);
 
-  // f32 accumulation (f32 and bf16 inputs) against f64's.
+  // f32 accumulation (f32 and bf16 inputs) against f64's; a bf16 C adds
+  // its rounding, at most half a unit in the last of its 8 bits.
   double tolerance = types == GemmTypes::F64 ? 1e-13 : 1e-5;
+  auto stored = [&](int64_t at) -> double {
+    if (types == GemmTypes::F64)
+      return cd[at];
+    return bf16C ? bf16ToFloat(c16[at]) : cf[at];
+  };
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       double sum = 0, magnitude = 0;
@@ -153,15 +162,14 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types,
       }
       int64_t at = i * ldc + j;
       double expected = c.alpha * sum + c.beta * c0[at];
-      double scale = std::fabs(c.alpha) * magnitude +
-                     std::fabs(c.beta * c0[at]) + 1;
-      double got = types == GemmTypes::F64 ? cd[at] : cf[at];
-      ASSERT_NEAR(got, expected, tolerance * scale)
+      double scale =
+          std::fabs(c.alpha) * magnitude + std::fabs(c.beta * c0[at]) + 1;
+      double rounding = bf16C ? std::ldexp(std::fabs(expected), -8) : 0;
+      ASSERT_NEAR(stored(at), expected, tolerance * scale + rounding)
           << "C[" << i << ", " << j << "]";
     }
     for (int64_t j = c.n; j < ldc; ++j) {
-      double got = types == GemmTypes::F64 ? cd[i * ldc + j] : cf[i * ldc + j];
-      ASSERT_EQ(got, c0[i * ldc + j]) << "padding of C written";
+      ASSERT_EQ(stored(i * ldc + j), c0[i * ldc + j]) << "padding of C written";
     }
   }
 }
@@ -173,8 +181,8 @@ TEST(GemmLibrary, EveryLibraryMatchesALoopInDouble) {
     std::shared_ptr<const GemmLibrary> library = getGemmLibrary(name, error);
     ASSERT_TRUE(library) << error;
     EXPECT_EQ(name, library->name());
-    for (GemmTypes types :
-         {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32}) {
+    for (GemmTypes types : {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32,
+                            GemmTypes::BF16}) {
       if (!library->supports(types))
         continue;
       for (const Case &c : kCases)
@@ -182,8 +190,8 @@ TEST(GemmLibrary, EveryLibraryMatchesALoopInDouble) {
       ++checked;
     }
   }
-  // The reference kernel alone does all three types.
-  EXPECT_GE(checked, 3);
+  // The reference kernel alone does all four types.
+  EXPECT_GE(checked, 4);
 }
 
 TEST(GemmLibrary, BetaZeroIgnoresWhatCHeld) {
@@ -234,8 +242,8 @@ TEST(GemmLibrary, TypesALibraryLacksGoToOneThatHasThem) {
   ASSERT_TRUE(reference);
   for (const std::string &name : builtInGemmLibraries()) {
     std::shared_ptr<const GemmLibrary> chosen = getGemmLibrary(name, error);
-    for (GemmTypes types :
-         {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32}) {
+    for (GemmTypes types : {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32,
+                            GemmTypes::BF16}) {
       std::shared_ptr<const GemmLibrary> used =
           getGemmLibraryFor(types, chosen);
       ASSERT_TRUE(used);

@@ -6,6 +6,8 @@
 
 #include "GemmEpilogue.h"
 
+#include <cassert>
+
 #include <cmath>
 
 using namespace kiln;
@@ -103,6 +105,9 @@ void kiln::applyGemmEpilogue(const cpu::GemmProblem &tile,
       return sumColumnsOfB<double>(tile, static_cast<double *>(epilogue.bias));
     case cpu::GemmTypes::BF16_F32:
       return sumColumnsOfB<uint16_t>(tile, static_cast<float *>(epilogue.bias));
+    case cpu::GemmTypes::BF16:
+      assert(false && "the cpu executor refuses epilogues of a bf16 C");
+      return;
     }
     return;
   default:

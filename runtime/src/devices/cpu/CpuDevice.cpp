@@ -164,12 +164,22 @@ Result CpuDevice::prepareGemm(const plan::GemmCall &call,
     prepared.gemmTypes = GemmTypes::F64;
   else if (ab == plan::DType::BF16 && c == plan::DType::F32)
     prepared.gemmTypes = GemmTypes::BF16_F32;
+  else if (ab == plan::DType::BF16 && c == plan::DType::BF16)
+    prepared.gemmTypes = GemmTypes::BF16;
   else
     return Result::error(
         KILN_ERROR_UNSUPPORTED,
         std::string("a GEMM of ") + runtime::dtypeName(ab) + " x " +
             runtime::dtypeName(ab) + " -> " + runtime::dtypeName(c) +
-            ": the cpu executor computes f32, f64 and bf16 x bf16 -> f32");
+            ": the cpu executor computes f32, f64 and bf16 x bf16 -> f32 "
+            "or bf16");
+  if (prepared.gemmTypes == GemmTypes::BF16 &&
+      call.epilogue() != plan::GemmEpilogue::None)
+    return Result::error(KILN_ERROR_UNSUPPORTED,
+                         std::string("the epilogue ") +
+                             plan::EnumNameGemmEpilogue(call.epilogue()) +
+                             " of a GEMM with a bf16 C: the cpu executor "
+                             "applies epilogues in f32 and f64");
   std::shared_ptr<const GemmLibrary> library =
       getGemmLibraryFor(prepared.gemmTypes, gemm_);
   std::pair<GemmTypes, const GemmLibrary *> use{prepared.gemmTypes,
@@ -202,8 +212,10 @@ GemmProblem CpuDevice::gemmTile(const PreparedOp &op, int64_t batch,
                                 int64_t row, int64_t rows, int64_t column,
                                 int64_t columns) const {
   const plan::GemmCall &call = *op.gemm;
-  // C's elements, and A's and B's (2 bytes for bf16 x bf16 -> f32).
-  size_t elementBytes = op.gemmTypes == GemmTypes::F64 ? 8 : 4;
+  // C's elements, and A's and B's (2 bytes for bf16).
+  size_t elementBytes = op.gemmTypes == GemmTypes::F64    ? 8
+                        : op.gemmTypes == GemmTypes::BF16 ? 2
+                                                          : 4;
   size_t operandBytes = op.gemmTypes == GemmTypes::BF16_F32 ? 2 : elementBytes;
   auto at = [&](uint32_t id, int64_t offset, size_t bytes) {
     return static_cast<char *>(pointers_[id]) + offset * bytes;

@@ -27,6 +27,8 @@ const char *kiln::cpu::gemmTypesName(GemmTypes types) {
     return "f64";
   case GemmTypes::BF16_F32:
     return "bf16 x bf16 -> f32";
+  case GemmTypes::BF16:
+    return "bf16 x bf16 -> bf16";
   }
   return "?";
 }
@@ -83,9 +85,8 @@ kiln::cpu::getGemmLibrary(const std::string &name, std::string &error) {
   std::string list;
   for (const std::string &candidate : builtIn)
     list += (list.empty() ? "" : ", ") + candidate;
-  error = std::string(fromEnvironment ? "KILN_GEMM=" : "GEMM library ") +
-          "'" + wanted + "' is not built into this runtime (built in: " +
-          list + ")";
+  error = std::string(fromEnvironment ? "KILN_GEMM=" : "GEMM library ") + "'" +
+          wanted + "' is not built into this runtime (built in: " + list + ")";
   return nullptr;
 }
 

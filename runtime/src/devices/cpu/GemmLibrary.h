@@ -27,10 +27,12 @@
 namespace kiln {
 namespace cpu {
 
-/// The element types of one GEMM: A and B, then C (the accumulation type).
-enum class GemmTypes { F32, F64, BF16_F32 };
+/// The element types of one GEMM: A and B, then C. Every type accumulates
+/// in f32 (f64 in f64); BF16 rounds each element of C to bf16 as it stores
+/// it (mixed precision's GEMMs).
+enum class GemmTypes { F32, F64, BF16_F32, BF16 };
 
-/// "f32", "f64", "bf16 x bf16 -> f32".
+/// "f32", "f64", "bf16 x bf16 -> f32", "bf16 x bf16 -> bf16".
 const char *gemmTypesName(GemmTypes types);
 
 /// One row-major C = alpha * op(A) * op(B) + beta * C, with op(A) m x k and
@@ -116,6 +118,15 @@ inline float widenElement(const float *element) { return *element; }
 inline double widenElement(const double *element) { return *element; }
 inline float widenElement(const uint16_t *element) {
   return bf16ToFloat(*element);
+}
+
+/// An accumulated value stored as element type `Out`: itself, or rounded to
+/// nearest even into a bf16.
+template <typename Out, typename Acc> inline Out narrowElement(Acc value) {
+  return static_cast<Out>(value);
+}
+template <> inline uint16_t narrowElement<uint16_t, float>(float value) {
+  return floatToBf16(value);
 }
 
 } // namespace cpu

@@ -89,9 +89,9 @@ int isaRank(dnnl_cpu_isa_t isa) {
   }
 }
 
-/// What identifies a bf16 matmul primitive.
-using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
-                             int64_t, int64_t, double, double>;
+/// What identifies a bf16 matmul primitive (C's type, then the problem).
+using MatmulKey = std::tuple<GemmTypes, bool, bool, int64_t, int64_t, int64_t,
+                             int64_t, int64_t, int64_t, double, double>;
 
 /// The bf16 elements of a `rows` x `columns` matrix with leading dim `ld`,
 /// widened into `wide` (leading dim `columns`).
@@ -154,7 +154,8 @@ public:
   bool supports(GemmTypes types) const override {
     if (types == GemmTypes::F32)
       return true;
-    return types == GemmTypes::BF16_F32 && engine_;
+    return (types == GemmTypes::BF16_F32 || types == GemmTypes::BF16) &&
+           engine_;
   }
   std::string fallbackWarning() const override {
     int cpu = cpuIsaRank();
@@ -187,8 +188,7 @@ public:
     runMatmul(p);
   }
   std::string prepare(const GemmProblem &p) const override {
-    if (p.types != GemmTypes::BF16_F32 || p.m <= 0 || p.n <= 0 ||
-        !hasBf16Matmul())
+    if (p.types == GemmTypes::F32 || p.m <= 0 || p.n <= 0 || !hasBf16Matmul())
       return "";
     const Matmul *found = nullptr;
     return findMatmul(p, found);
@@ -211,21 +211,32 @@ private:
     return bf16Matmul_;
   }
 
-  /// bf16 x bf16 -> f32 as an f32 GEMM of the widened operands.
+  /// bf16 x bf16 -> f32 or bf16 as an f32 GEMM of the widened operands
+  /// (and of C widened, and rounded back, for a bf16 C).
   void runWidened(const GemmProblem &p) const {
-    thread_local std::vector<float> a, b;
+    thread_local std::vector<float> a, b, c;
     int64_t aRows = p.transposeA ? p.k : p.m,
             aColumns = p.transposeA ? p.m : p.k;
     int64_t bRows = p.transposeB ? p.n : p.k,
             bColumns = p.transposeB ? p.k : p.n;
     widenBf16(p.a, aRows, aColumns, p.lda, a);
     widenBf16(p.b, bRows, bColumns, p.ldb, b);
+    bool narrowC = p.types == GemmTypes::BF16;
+    if (narrowC)
+      widenBf16(p.c, p.m, p.n, p.ldc, c);
+    float *target = narrowC ? c.data() : static_cast<float *>(p.c);
+    int64_t ldTarget = narrowC ? p.n : p.ldc;
     check(dnnl_sgemm(p.transposeA ? 'T' : 'N', p.transposeB ? 'T' : 'N', p.m,
                      p.n, p.k, static_cast<float>(p.alpha), a.data(),
                      std::max<int64_t>(aColumns, 1), b.data(),
                      std::max<int64_t>(bColumns, 1), static_cast<float>(p.beta),
-                     static_cast<float *>(p.c), p.ldc > 0 ? p.ldc : 1),
+                     target, std::max<int64_t>(ldTarget, 1)),
           "dnnl_sgemm (bf16 widened)");
+    if (narrowC)
+      for (int64_t r = 0; r < p.m; ++r)
+        for (int64_t col = 0; col < p.n; ++col)
+          static_cast<uint16_t *>(p.c)[r * p.ldc + col] =
+              floatToBf16(c[r * p.n + col]);
   }
 
   /// Aborts on a failed call while a step runs: prepare() created every
@@ -242,8 +253,8 @@ private:
   /// The primitive of `p`, created on first use; an error message when
   /// oneDNN cannot create it.
   std::string findMatmul(const GemmProblem &p, const Matmul *&found) const {
-    MatmulKey key{p.transposeA, p.transposeB, p.m,   p.n,     p.k,
-                  p.lda,        p.ldb,        p.ldc, p.alpha, p.beta};
+    MatmulKey key{p.types, p.transposeA, p.transposeB, p.m,     p.n,   p.k,
+                  p.lda,   p.ldb,        p.ldc,        p.alpha, p.beta};
     std::lock_guard<std::mutex> lock(mutex_);
     auto cached = matmuls_.find(key);
     if (cached != matmuls_.end()) {
@@ -261,8 +272,9 @@ private:
     check(dnnl_memory_desc_init_by_strides(&matmul.b, 2, bDims, dnnl_bf16,
                                            bStrides),
           "dnnl_memory_desc_init_by_strides");
-    check(dnnl_memory_desc_init_by_strides(&matmul.c, 2, cDims, dnnl_f32,
-                                           cStrides),
+    check(dnnl_memory_desc_init_by_strides(
+              &matmul.c, 2, cDims,
+              p.types == GemmTypes::BF16 ? dnnl_bf16 : dnnl_f32, cStrides),
           "dnnl_memory_desc_init_by_strides");
     dnnl_matmul_desc_t desc;
     check(

@@ -25,8 +25,8 @@ namespace {
 /// OpenBLAS core names by the vector ISA of their kernels (cpuIsaRank's
 /// scale); a name not listed is not judged.
 int coreIsaRank(const std::string &core) {
-  static const char *sse[] = {"Prescott", "Core2",   "Penryn", "Dunnington",
-                              "Nehalem",  "Atom",    "Katmai", "Coppermine",
+  static const char *sse[] = {"Prescott",  "Core2",  "Penryn",  "Dunnington",
+                              "Nehalem",   "Atom",   "Katmai",  "Coppermine",
                               "Northwood", "Banias", "Opteron", "Barcelona"};
   static const char *avx2[] = {"Haswell", "Zen", "Excavator", "Steamroller",
                                "Sandybridge"};

@@ -25,11 +25,11 @@ namespace {
 /// Columns of op(B) packed at a time.
 constexpr int64_t kPanelColumns = 256;
 
-template <typename In, typename Acc>
+template <typename In, typename Acc, typename Out = Acc>
 void multiply(const GemmProblem &problem) {
   const In *a = static_cast<const In *>(problem.a);
   const In *b = static_cast<const In *>(problem.b);
-  Acc *c = static_cast<Acc *>(problem.c);
+  Out *c = static_cast<Out *>(problem.c);
   int64_t m = problem.m, n = problem.n, k = problem.k;
   Acc alpha = static_cast<Acc>(problem.alpha);
   Acc beta = static_cast<Acc>(problem.beta);
@@ -54,13 +54,14 @@ void multiply(const GemmProblem &problem) {
         for (int64_t j = 0; j < width; ++j)
           row[j] += factor * source[j];
       }
-      Acc *target = c + i * problem.ldc + first;
+      Out *target = c + i * problem.ldc + first;
       if (beta == Acc(0))
         for (int64_t j = 0; j < width; ++j)
-          target[j] = alpha * row[j];
+          target[j] = narrowElement<Out>(alpha * row[j]);
       else
         for (int64_t j = 0; j < width; ++j)
-          target[j] = alpha * row[j] + beta * target[j];
+          target[j] = narrowElement<Out>(alpha * row[j] +
+                                         beta * widenElement(target + j));
     }
   }
 }
@@ -87,6 +88,8 @@ public:
       return multiply<double, double>(problem);
     case GemmTypes::BF16_F32:
       return multiply<uint16_t, float>(problem);
+    case GemmTypes::BF16:
+      return multiply<uint16_t, float, uint16_t>(problem);
     }
   }
 };
