@@ -19,7 +19,9 @@
 // GEMM follow the library's order, so f32 results agree with the
 // interpreter's loops to rounding (~1e-7), not bit for bit; nothing
 // depends on the thread count (one BLAS call per batch entry, row kernels
-// with one row per iteration).
+// with one row per iteration). With 16-bit inputs (mixed precision), dP is
+// f32 and the row kernel computes in f32; P and dS, which GEMMs read, are
+// rounded to the inputs' type, dS in a transient of its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +67,8 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
     if (keyDim == 0 || valueDim == 0) {
       // Nothing to multiply: every gradient is zero.
       for (Value buffer : {dq, dk, dv})
-        lowering.setOrigin(kernel::ZeroOp::create(builder, loc, buffer), origin);
+        lowering.setOrigin(kernel::ZeroOp::create(builder, loc, buffer),
+                           origin);
       return success();
     }
 
@@ -82,12 +85,18 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
       return success();
     }
     auto matrices = MemRefType::get({batches, queries, keys}, elementType);
+    Type computeType = kb::computeType(elementType);
     Value probabilities = lowering.allocateTransient(matrices);
-    Value products = lowering.allocateTransient(matrices);
+    Value products = lowering.allocateTransient(
+        MemRefType::get({batches, queries, keys}, computeType));
+    // dS over dP in place, unless it is rounded to a narrower type.
+    Value scoreGrads = computeType == elementType
+                           ? products
+                           : lowering.allocateTransient(matrices);
     int64_t scoreStride = queries * keys;
-    auto gemm = [&](Value a, Value b, Value c, int64_t m, int64_t n,
-                    int64_t kk, int64_t strideA, int64_t strideB,
-                    bool transposeA, bool transposeB, double alpha) {
+    auto gemm = [&](Value a, Value b, Value c, int64_t m, int64_t n, int64_t kk,
+                    int64_t strideA, int64_t strideB, bool transposeA,
+                    bool transposeB, double alpha) {
       auto call = kernel::GemmOp::create(
           builder, loc, a, b, c, m, n, kk, batches, strideA, strideB, m * n,
           transposeA, transposeB, llvm::APFloat(alpha), llvm::APFloat(0.0));
@@ -106,49 +115,55 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
     gemm(dout, v, products, queries, keys, valueDim, queries * valueDim,
          keys * valueDim, false, true, 1.0);
 
-    // dS = P (dP - rowsum(dout out)) * scale, over dP in place.
+    // dS = P (dP - rowsum(dout out)) * scale.
+    SmallVector<Value> buffers = {rowsView,
+                                  lowering.view(products, {rows, keys}),
+                                  lowering.view(dout, {rows, valueDim}),
+                                  lowering.view(out, {rows, valueDim})};
+    if (scoreGrads != products)
+      buffers.push_back(lowering.view(scoreGrads, {rows, keys}));
     lowering.launch(
-        loc, origin,
-        {rowsView, lowering.view(products, {rows, keys}),
-         lowering.view(dout, {rows, valueDim}),
-         lowering.view(out, {rows, valueDim})},
-        rows, 2 * keys + 2 * valueDim,
+        loc, origin, buffers, rows, 2 * keys + 2 * valueDim,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                            Value row) {
-            auto load = [&](Value buffer, Value j) -> Value {
-              return memref::LoadOp::create(b, loc, buffer, ValueRange{row, j});
-            };
-            Value dot = kb::forLoop(
-                b, loc, valueDim, kb::floatConst(b, loc, elementType, 0.0),
-                [&](OpBuilder &b, Location loc, Value e,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value term = arith::MulFOp::create(b, loc, load(args[2], e),
-                                                     load(args[3], e));
-                  return {arith::AddFOp::create(b, loc, acc[0], term)};
-                })[0];
-            Value scaleValue = kb::floatConst(b, loc, elementType, scale);
-            kb::forLoop(
-                b, loc, keys, {},
-                [&](OpBuilder &b, Location loc, Value j,
-                    ValueRange) -> SmallVector<Value> {
-                  Value ds = arith::MulFOp::create(
-                      b, loc,
-                      arith::MulFOp::create(
-                          b, loc, load(args[0], j),
-                          arith::SubFOp::create(b, loc, load(args[1], j), dot)),
-                      scaleValue);
-                  memref::StoreOp::create(b, loc, ds, args[1],
-                                          ValueRange{row, j});
-                  return {};
-                });
-          });
+          kb::parallelFor(
+              b, loc, rows, [&](OpBuilder &b, Location loc, Value row) {
+                auto load = [&](Value buffer, Value j) -> Value {
+                  return kb::widen(b, loc,
+                                   memref::LoadOp::create(b, loc, buffer,
+                                                          ValueRange{row, j}));
+                };
+                Value dot = kb::forLoop(
+                    b, loc, valueDim, kb::floatConst(b, loc, computeType, 0.0),
+                    [&](OpBuilder &b, Location loc, Value e,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value term = arith::MulFOp::create(
+                          b, loc, load(args[2], e), load(args[3], e));
+                      return {arith::AddFOp::create(b, loc, acc[0], term)};
+                    })[0];
+                Value scaleValue = kb::floatConst(b, loc, computeType, scale);
+                kb::forLoop(b, loc, keys, {},
+                            [&](OpBuilder &b, Location loc, Value j,
+                                ValueRange) -> SmallVector<Value> {
+                              Value ds = arith::MulFOp::create(
+                                  b, loc,
+                                  arith::MulFOp::create(
+                                      b, loc, load(args[0], j),
+                                      arith::SubFOp::create(
+                                          b, loc, load(args[1], j), dot)),
+                                  scaleValue);
+                              memref::StoreOp::create(
+                                  b, loc, kb::narrow(b, loc, ds, elementType),
+                                  args.size() > 4 ? args[4] : args[1],
+                                  ValueRange{row, j});
+                              return {};
+                            });
+              });
         });
 
     // dq = dS k; dk = dS^T q.
-    gemm(products, k, dq, queries, keyDim, keys, scoreStride, keys * keyDim,
+    gemm(scoreGrads, k, dq, queries, keyDim, keys, scoreStride, keys * keyDim,
          false, false, 1.0);
-    gemm(products, q, dk, keys, keyDim, queries, scoreStride,
+    gemm(scoreGrads, q, dk, keys, keyDim, queries, scoreStride,
          queries * keyDim, true, false, 1.0);
     return success();
   }

@@ -11,7 +11,10 @@
 // gradient (AttentionGradToKernel.cpp) recomputes the probabilities the same
 // way. Sums inside a GEMM follow the library's order: f32 results agree
 // with the interpreter's loops to rounding (~1e-7), not bit for bit, and do
-// not depend on the thread count.
+// not depend on the thread count. With 16-bit inputs (mixed precision) the
+// scores are f32 (the GEMM accumulates and stores in f32), the row kernel
+// computes in f32, and only the probabilities, which the second GEMM
+// reads, are rounded to the inputs' type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,80 +29,96 @@
 using namespace mlir;
 using namespace kiln;
 
-void kiln::computeAttentionProbabilities(KernelLowering &lowering,
-                                         Location loc, StringRef origin,
-                                         Value query, Value key,
-                                         Value probabilities,
+void kiln::computeAttentionProbabilities(KernelLowering &lowering, Location loc,
+                                         StringRef origin, Value query,
+                                         Value key, Value probabilities,
                                          const AttentionShape &shape) {
-  Type elementType =
-      cast<MemRefType>(probabilities.getType()).getElementType();
+  Type storage = cast<MemRefType>(probabilities.getType()).getElementType();
+  Type elementType = kb::computeType(storage);
   int64_t queries = shape.queries, keys = shape.keys;
   bool causal = shape.causal;
+  // The scores, in the compute type: the probabilities themselves (in
+  // place) unless those are rounded to a narrower type.
+  Value scores = probabilities;
+  if (elementType != storage)
+    scores = lowering.allocateTransient(
+        MemRefType::get({shape.batches, queries, keys}, elementType));
   if (shape.keyDim > 0) {
-    auto scores = kernel::GemmOp::create(
-        lowering.getBuilder(), loc, query, key, probabilities, queries, keys,
+    auto product = kernel::GemmOp::create(
+        lowering.getBuilder(), loc, query, key, scores, queries, keys,
         shape.keyDim, shape.batches, queries * shape.keyDim,
         keys * shape.keyDim, queries * keys, /*transpose_a=*/false,
         /*transpose_b=*/true, llvm::APFloat(shape.scale), llvm::APFloat(0.0));
-    lowering.setOrigin(scores, origin);
+    lowering.setOrigin(product, origin);
   } else {
-    lowering.setOrigin(kernel::ZeroOp::create(lowering.getBuilder(), loc,
-                                              probabilities),
-                       origin);
+    lowering.setOrigin(
+        kernel::ZeroOp::create(lowering.getBuilder(), loc, scores), origin);
   }
   int64_t rows = shape.batches * queries;
+  SmallVector<Value> buffers = {lowering.view(scores, {rows, keys})};
+  if (scores != probabilities)
+    buffers.push_back(lowering.view(probabilities, {rows, keys}));
   lowering.launch(
-      loc, origin, {lowering.view(probabilities, {rows, keys})}, rows, 4 * keys,
+      loc, origin, buffers, rows, 4 * keys,
       [&](OpBuilder &b, Location loc, ValueRange args) {
-        kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                          Value row) {
-          auto load = [&](Value j) -> Value {
-            return memref::LoadOp::create(b, loc, args[0], ValueRange{row, j});
-          };
-          auto store = [&](Value value, Value j) {
-            memref::StoreOp::create(b, loc, value, args[0],
-                                    ValueRange{row, j});
-          };
-          Value zeroIndex = kb::index(b, loc, 0);
-          Value visible = kb::index(b, loc, keys);
-          if (causal) {
-            Value i =
-                arith::RemUIOp::create(b, loc, row, kb::index(b, loc, queries));
-            visible = arith::MinUIOp::create(
-                b, loc, arith::AddIOp::create(b, loc, i, kb::index(b, loc, 1)),
-                visible);
-          }
-          Value max = kb::forLoop(
-              b, loc, zeroIndex, visible,
-              kb::negativeInfinity(b, loc, elementType),
-              [&](OpBuilder &b, Location loc, Value j,
-                  ValueRange acc) -> SmallVector<Value> {
-                return {kb::stdMax(b, loc, acc[0], load(j))};
-              })[0];
-          Value total = kb::forLoop(
-              b, loc, zeroIndex, visible,
-              kb::floatConst(b, loc, elementType, 0.0),
-              [&](OpBuilder &b, Location loc, Value j,
-                  ValueRange acc) -> SmallVector<Value> {
-                Value e = math::ExpOp::create(
-                    b, loc, arith::SubFOp::create(b, loc, load(j), max));
-                store(e, j);
-                return {arith::AddFOp::create(b, loc, acc[0], e)};
-              })[0];
-          kb::forLoop(b, loc, zeroIndex, visible, {},
-                      [&](OpBuilder &b, Location loc, Value j,
-                          ValueRange) -> SmallVector<Value> {
-                        store(arith::DivFOp::create(b, loc, load(j), total), j);
-                        return {};
-                      });
-          Value zero = kb::floatConst(b, loc, elementType, 0.0);
-          kb::forLoop(b, loc, visible, kb::index(b, loc, keys), {},
-                      [&](OpBuilder &b, Location loc, Value j,
-                          ValueRange) -> SmallVector<Value> {
-                        store(zero, j);
-                        return {};
-                      });
-        });
+        kb::parallelFor(
+            b, loc, rows, [&](OpBuilder &b, Location loc, Value row) {
+              auto load = [&](Value j) -> Value {
+                return memref::LoadOp::create(b, loc, args[0],
+                                              ValueRange{row, j});
+              };
+              auto store = [&](Value value, Value j) {
+                memref::StoreOp::create(b, loc, value, args[0],
+                                        ValueRange{row, j});
+              };
+              // A probability, rounded to its storage.
+              auto storeOut = [&](Value value, Value j) {
+                memref::StoreOp::create(b, loc,
+                                        kb::narrow(b, loc, value, storage),
+                                        args.back(), ValueRange{row, j});
+              };
+              Value zeroIndex = kb::index(b, loc, 0);
+              Value visible = kb::index(b, loc, keys);
+              if (causal) {
+                Value i = arith::RemUIOp::create(b, loc, row,
+                                                 kb::index(b, loc, queries));
+                visible = arith::MinUIOp::create(
+                    b, loc,
+                    arith::AddIOp::create(b, loc, i, kb::index(b, loc, 1)),
+                    visible);
+              }
+              Value max =
+                  kb::forLoop(b, loc, zeroIndex, visible,
+                              kb::negativeInfinity(b, loc, elementType),
+                              [&](OpBuilder &b, Location loc, Value j,
+                                  ValueRange acc) -> SmallVector<Value> {
+                                return {kb::stdMax(b, loc, acc[0], load(j))};
+                              })[0];
+              Value total = kb::forLoop(
+                  b, loc, zeroIndex, visible,
+                  kb::floatConst(b, loc, elementType, 0.0),
+                  [&](OpBuilder &b, Location loc, Value j,
+                      ValueRange acc) -> SmallVector<Value> {
+                    Value e = math::ExpOp::create(
+                        b, loc, arith::SubFOp::create(b, loc, load(j), max));
+                    store(e, j);
+                    return {arith::AddFOp::create(b, loc, acc[0], e)};
+                  })[0];
+              kb::forLoop(
+                  b, loc, zeroIndex, visible, {},
+                  [&](OpBuilder &b, Location loc, Value j,
+                      ValueRange) -> SmallVector<Value> {
+                    storeOut(arith::DivFOp::create(b, loc, load(j), total), j);
+                    return {};
+                  });
+              Value zero = kb::floatConst(b, loc, elementType, 0.0);
+              kb::forLoop(b, loc, visible, kb::index(b, loc, keys), {},
+                          [&](OpBuilder &b, Location loc, Value j,
+                              ValueRange) -> SmallVector<Value> {
+                            storeOut(zero, j);
+                            return {};
+                          });
+            });
       });
 }
 
@@ -130,27 +149,24 @@ struct AttentionToKernel : OpToKernelPattern<graph::AttentionOp> {
           origin);
       return success();
     }
-    AttentionShape shape{batches,        queries,
-                         keys,           keyDim,
-                         op.getCausal(), op.getEffectiveScale()};
+    AttentionShape shape{batches, queries,        keys,
+                         keyDim,  op.getCausal(), op.getEffectiveScale()};
     if (canFuseAttention(lowering, shape, valueDim, elementType)) {
       // The log-sum-exp of each row, for the gradient.
       Value lse = lowering.allocateTransient(
           MemRefType::get({batches, queries}, elementType));
-      lowerFusedAttention(lowering, op.getLoc(), origin,
-                          lowering.lookup(op.getQuery()),
-                          lowering.lookup(op.getKey()),
-                          lowering.lookup(op.getValue()), result, lse, shape,
-                          valueDim);
+      lowerFusedAttention(
+          lowering, op.getLoc(), origin, lowering.lookup(op.getQuery()),
+          lowering.lookup(op.getKey()), lowering.lookup(op.getValue()), result,
+          lse, shape, valueDim);
       lowering.bindStatistics(op.getResult(), lse);
       return success();
     }
     Value probabilities = lowering.allocateTransient(
         MemRefType::get({batches, queries, keys}, elementType));
-    computeAttentionProbabilities(lowering, op.getLoc(), origin,
-                                  lowering.lookup(op.getQuery()),
-                                  lowering.lookup(op.getKey()), probabilities,
-                                  shape);
+    computeAttentionProbabilities(
+        lowering, op.getLoc(), origin, lowering.lookup(op.getQuery()),
+        lowering.lookup(op.getKey()), probabilities, shape);
     auto weighted = kernel::GemmOp::create(
         lowering.getBuilder(), op.getLoc(), probabilities,
         lowering.lookup(op.getValue()), result, queries, valueDim, keys,

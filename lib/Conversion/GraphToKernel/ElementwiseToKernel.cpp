@@ -1,4 +1,5 @@
-//===- ElementwiseToKernel.cpp - Elementwise graph ops to kernels ----------===//
+//===- ElementwiseToKernel.cpp - Elementwise graph ops to kernels
+//----------===//
 //
 // Part of Kiln. Unary and binary math, activation gradients, casts and
 // constants. An elementwise kernel sees its buffers flattened to one dim, so
@@ -29,14 +30,14 @@ void kiln::launchElementwise(Operation *op, KernelLowering &lowering,
     buffers.push_back(lowering.view(lowering.lookup(operand), {count}));
   Value result = lowering.allocateResult(op->getResult(0));
   buffers.push_back(lowering.view(result, {count}));
-  lowering.launch(
-      op->getLoc(), op->getName().getStringRef(), buffers, count,
-      workPerElement, [&](OpBuilder &b, Location loc, ValueRange args) {
-        SmallVector<AffineMap> maps(args.size() - 1,
-                                    b.getMultiDimIdentityMap(1));
-        kb::parallelGeneric(b, loc, args.drop_back(), maps, args.back(),
-                            scalar);
-      });
+  lowering.launch(op->getLoc(), op->getName().getStringRef(), buffers, count,
+                  workPerElement,
+                  [&](OpBuilder &b, Location loc, ValueRange args) {
+                    SmallVector<AffineMap> maps(args.size() - 1,
+                                                b.getMultiDimIdentityMap(1));
+                    kb::parallelGeneric(b, loc, args.drop_back(), maps,
+                                        args.back(), scalar);
+                  });
   lowering.bind(op->getResult(0), result);
 }
 
@@ -46,18 +47,23 @@ static constexpr int64_t kTranscendentalWork = 4;
 namespace {
 /// Unary and binary math and the activation gradients: one kernel computing
 /// the op's scalar formula (FusibleOpInterface) per element.
-template <typename OpTy>
-struct ElementwiseToKernel : OpToKernelPattern<OpTy> {
+template <typename OpTy> struct ElementwiseToKernel : OpToKernelPattern<OpTy> {
   bool readsAtResultIndex() const override { return true; }
   LogicalResult lowerOp(OpTy op, KernelLowering &lowering) const override {
     auto fusible = cast<graph::FusibleOpInterface>(op.getOperation());
     // A math function per element (exp, log, tanh, gelu and their kind).
     bool transcendental =
         fusible.getFlopsPerElement() >= graph::kExpensiveFlopsPerElement;
+    Type storage =
+        cast<ShapedType>(op->getResult(0).getType()).getElementType();
     launchElementwise(
         op, lowering,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          return fusible.buildScalar(b, loc, 0, args);
+          SmallVector<Value> elements;
+          for (Value arg : args)
+            elements.push_back(kb::widen(b, loc, arg));
+          return kb::narrow(
+              b, loc, kb::buildComputeScalar(b, loc, op, 0, elements), storage);
         },
         transcendental ? kTranscendentalWork : 1);
     return success();

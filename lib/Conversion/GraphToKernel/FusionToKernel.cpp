@@ -1,4 +1,5 @@
-//===- FusionToKernel.cpp - A graph.fusion region to one kernel ------------===//
+//===- FusionToKernel.cpp - A graph.fusion region to one kernel
+//------------===//
 //
 // Part of Kiln. A fusion region is one linalg.generic over its results'
 // shape: each value read from outside the region is an input at the index
@@ -84,18 +85,24 @@ public:
     Value scalar;
     auto input = inputs.find({value, map});
     if (input != inputs.end()) {
-      scalar = inputScalars[input->second];
+      scalar = kb::widen(b, value.getLoc(), inputScalars[input->second]);
     } else {
       SmallVector<Value> operands;
       for (auto [operand, operandMap] : getOperandsAt(value, map))
         operands.push_back(emit(operand, operandMap));
       Operation *producer = value.getDefiningOp();
-      scalar = cast<graph::FusibleOpInterface>(producer).buildScalar(
-          b, producer->getLoc(), cast<OpResult>(value).getResultNumber(),
-          operands);
+      scalar = kb::buildComputeScalar(b, producer->getLoc(), producer,
+                                      cast<OpResult>(value).getResultNumber(),
+                                      operands);
     }
     scalars[{value, map}] = scalar;
     return scalar;
+  }
+
+  /// The element of `value` at `map`, rounded to its type for a store.
+  Value emitStored(Value value, AffineMap map) {
+    return kb::narrow(b, value.getLoc(), emit(value, map),
+                      cast<ShapedType>(value.getType()).getElementType());
   }
 
 private:
@@ -231,12 +238,12 @@ static LogicalResult lowerAnchoredFusion(graph::FusionOp fusion,
         scalars.push_back(memref::LoadOp::create(
             b, loc, buffer, applyIndexMap(b, loc, entry.first.second, at)));
       FusionPayload payload(b, collector->inputs, scalars);
-      Value element = payload.emit(fused, identity);
+      Value element = payload.emitStored(fused, identity);
       if (covering)
         for (auto [value, buffer] :
              llvm::zip_equal(yieldedValues, args.drop_front(numInputs)))
-          memref::StoreOp::create(b, loc, payload.emit(value, identity), buffer,
-                                  at);
+          memref::StoreOp::create(b, loc, payload.emitStored(value, identity),
+                                  buffer, at);
       return element;
     };
     return ElementSource(buffers, read);
@@ -340,7 +347,7 @@ struct FusionToKernel : OpToKernelPattern<graph::FusionOp> {
                                         scalars.take_front(numInputs));
                   SmallVector<Value> yielded;
                   for (Value value : fusion.getYield().getValues())
-                    yielded.push_back(payload.emit(value, identity));
+                    yielded.push_back(payload.emitStored(value, identity));
                   linalg::YieldOp::create(nested, nestedLoc, yielded);
                 });
           });

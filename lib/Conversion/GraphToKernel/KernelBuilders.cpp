@@ -1,4 +1,5 @@
-//===- KernelBuilders.cpp - Building blocks of kernel bodies ---------------===//
+//===- KernelBuilders.cpp - Building blocks of kernel bodies
+//---------------===//
 //
 // Part of Kiln.
 //
@@ -55,14 +56,13 @@ Value kiln::kb::negativeInfinity(OpBuilder &b, Location loc, Type type) {
   auto floatType = cast<FloatType>(type);
   return arith::ConstantOp::create(
       b, loc, floatType,
-      b.getFloatAttr(floatType, llvm::APFloat::getInf(
-                                    floatType.getFloatSemantics(),
-                                    /*Negative=*/true)));
+      b.getFloatAttr(floatType,
+                     llvm::APFloat::getInf(floatType.getFloatSemantics(),
+                                           /*Negative=*/true)));
 }
 
 Value kiln::kb::stdMax(OpBuilder &b, Location loc, Value acc, Value x) {
-  Value less =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, acc, x);
+  Value less = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, acc, x);
   return arith::SelectOp::create(b, loc, less, x, acc);
 }
 
@@ -87,17 +87,19 @@ void kiln::kb::parallelFor(
     llvm::function_ref<void(OpBuilder &, Location, Value)> body) {
   Value zero = index(b, loc, 0), one = index(b, loc, 1);
   Value upper = index(b, loc, range);
-  scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{upper},
-                          ValueRange{one},
-                          [&](OpBuilder &nested, Location nestedLoc,
-                              ValueRange ivs) { body(nested, nestedLoc, ivs[0]); });
+  scf::ParallelOp::create(
+      b, loc, ValueRange{zero}, ValueRange{upper}, ValueRange{one},
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange ivs) {
+        body(nested, nestedLoc, ivs[0]);
+      });
 }
 
-SmallVector<Value> kiln::kb::forLoop(
-    OpBuilder &b, Location loc, Value lower, Value upper, ValueRange init,
-    llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
-                                          ValueRange)>
-        body) {
+SmallVector<Value>
+kiln::kb::forLoop(OpBuilder &b, Location loc, Value lower, Value upper,
+                  ValueRange init,
+                  llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                        Value, ValueRange)>
+                      body) {
   Value one = index(b, loc, 1);
   auto loop = scf::ForOp::create(
       b, loc, lower, upper, one, init,
@@ -108,11 +110,11 @@ SmallVector<Value> kiln::kb::forLoop(
   return SmallVector<Value>(loop.getResults());
 }
 
-SmallVector<Value> kiln::kb::forLoop(
-    OpBuilder &b, Location loc, int64_t upper, ValueRange init,
-    llvm::function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
-                                          ValueRange)>
-        body) {
+SmallVector<Value>
+kiln::kb::forLoop(OpBuilder &b, Location loc, int64_t upper, ValueRange init,
+                  llvm::function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                                        Value, ValueRange)>
+                      body) {
   return forLoop(b, loc, index(b, loc, 0), index(b, loc, upper), init, body);
 }
 
@@ -134,8 +136,8 @@ SmallVector<Value> kiln::kb::delinearize(OpBuilder &b, Location loc,
 }
 
 void kiln::kb::parallelGeneric(
-    OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<AffineMap> inputMaps,
-    Value output,
+    OpBuilder &b, Location loc, ValueRange inputs,
+    ArrayRef<AffineMap> inputMaps, Value output,
     llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> scalar) {
   int64_t rank = cast<MemRefType>(output.getType()).getRank();
   SmallVector<AffineMap> maps(inputMaps);
@@ -148,6 +150,55 @@ void kiln::kb::parallelGeneric(
         Value result = scalar(nested, nestedLoc, args.drop_back());
         linalg::YieldOp::create(nested, nestedLoc, result);
       });
+}
+
+Type kiln::kb::computeType(Type storage) {
+  if (storage.isBF16() || storage.isF16())
+    return Float32Type::get(storage.getContext());
+  return storage;
+}
+
+Value kiln::kb::widen(OpBuilder &b, Location loc, Value element) {
+  Type compute = computeType(element.getType());
+  if (compute == element.getType())
+    return element;
+  return arith::ExtFOp::create(b, loc, compute, element);
+}
+
+Value kiln::kb::narrow(OpBuilder &b, Location loc, Value value, Type storage) {
+  if (value.getType() == storage)
+    return value;
+  return arith::TruncFOp::create(b, loc, storage, value);
+}
+
+Value kiln::kb::buildComputeScalar(OpBuilder &b, Location loc, Operation *op,
+                                   unsigned result, ValueRange operands) {
+  auto castOp = dyn_cast<graph::CastOp>(op);
+  if (!castOp)
+    return cast<graph::FusibleOpInterface>(op).buildScalar(b, loc, result,
+                                                           operands);
+  Value x = operands[0];
+  Type to = castOp.getType().getElementType();
+  Type compute = computeType(to);
+  if (x.getType() == compute && to == compute)
+    return x;
+  bool fromFloat = isa<FloatType>(x.getType()), toFloat = isa<FloatType>(to);
+  // The conversion to the storage type, as graph.cast defines it...
+  Value converted;
+  if (fromFloat && toFloat)
+    converted = x.getType().getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+                    ? arith::ExtFOp::create(b, loc, to, x).getResult()
+                    : arith::TruncFOp::create(b, loc, to, x).getResult();
+  else if (fromFloat)
+    converted = arith::FPToSIOp::create(b, loc, to, x);
+  else if (toFloat)
+    converted = arith::SIToFPOp::create(b, loc, to, x);
+  else if (x.getType().getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    converted = arith::TruncIOp::create(b, loc, to, x);
+  else
+    converted = arith::ExtSIOp::create(b, loc, to, x);
+  // ...then back in the compute type.
+  return widen(b, loc, converted);
 }
 
 int64_t kiln::kb::rangeOfShape(ArrayRef<int64_t> shape) {

@@ -23,12 +23,12 @@ namespace kiln::kb {
 mlir::Value index(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
 /// A float constant of `type`: `value` rounded once to the type, as the
 /// interpreter's static_cast<T>(value) does.
-mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc,
-                       mlir::Type type, double value);
+mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                       double value);
 /// A float constant of `type` holding `value`, which must already have the
 /// type's semantics (computed with APFloat arithmetic in that type).
-mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc,
-                       mlir::Type type, const llvm::APFloat &value);
+mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                       const llvm::APFloat &value);
 /// `value` rounded once to the float type `type`, for constants computed
 /// in the element type as the interpreter computes them.
 llvm::APFloat roundTo(mlir::Type type, double value);
@@ -55,19 +55,19 @@ void parallelFor(
 
 /// A sequential scf.for over [lower, upper) carrying `init`; `body` returns
 /// the next values of the carried values. Returns their final values.
-llvm::SmallVector<mlir::Value> forLoop(
-    mlir::OpBuilder &b, mlir::Location loc, mlir::Value lower,
-    mlir::Value upper, mlir::ValueRange init,
-    llvm::function_ref<llvm::SmallVector<mlir::Value>(
-        mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>
-        body);
+llvm::SmallVector<mlir::Value>
+forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lower,
+        mlir::Value upper, mlir::ValueRange init,
+        llvm::function_ref<llvm::SmallVector<mlir::Value>(
+            mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>
+            body);
 /// The same over [0, upper).
-llvm::SmallVector<mlir::Value> forLoop(
-    mlir::OpBuilder &b, mlir::Location loc, int64_t upper,
-    mlir::ValueRange init,
-    llvm::function_ref<llvm::SmallVector<mlir::Value>(
-        mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>
-        body);
+llvm::SmallVector<mlir::Value>
+forLoop(mlir::OpBuilder &b, mlir::Location loc, int64_t upper,
+        mlir::ValueRange init,
+        llvm::function_ref<llvm::SmallVector<mlir::Value>(
+            mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>
+            body);
 
 /// The row-major multi-index of `linear` in `shape`.
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b,
@@ -84,6 +84,22 @@ void parallelGeneric(
     llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
                                    mlir::ValueRange)>
         scalar);
+
+/// The type an elementwise formula over elements of `storage` computes in:
+/// f32 for the 16-bit floats (bf16, f16), which are rounded only where they
+/// are stored or a cast says so; `storage` itself otherwise.
+mlir::Type computeType(mlir::Type storage);
+/// An element loaded from memory, in its compute type.
+mlir::Value widen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value element);
+/// A computed element rounded to `storage` for a store.
+mlir::Value narrow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                   mlir::Type storage);
+/// The scalar formula of result `result` of the fusible op `op`
+/// (graph::FusibleOpInterface) on operand elements in their compute types,
+/// in the result's compute type: a cast to a 16-bit float rounds there.
+mlir::Value buildComputeScalar(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Operation *op, unsigned result,
+                               mlir::ValueRange operands);
 
 /// Records bad input in the runtime's status buffer (memref<2xi64>):
 /// word 0 = max(word 0, code), word 1 = `value` (an i64), both atomic.
