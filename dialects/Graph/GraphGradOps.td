@@ -80,7 +80,7 @@ def Graph_GeluGradOp : Graph_ActivationGradOp<"gelu_grad",
 // Gradients of normalizations and reductions
 //===----------------------------------------------------------------------===//
 
-def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Pure,
+def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Graph_FullPrecisionCompute, Pure,
     SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "VJP of `graph.softmax`, from its output.";
@@ -98,7 +98,7 @@ def Graph_SoftmaxGradOp : Graph_Op<"softmax_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Pure,
+def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [Graph_FullPrecisionCompute, Pure,
     AllTypesMatch<["result_grad", "input", "input_grad"]>,
     AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
@@ -156,7 +156,7 @@ def Graph_ReduceMaxGradOp : Graph_Op<"reduce_max_grad", [Pure,
 // Gradients of the neural-network ops
 //===----------------------------------------------------------------------===//
 
-def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Graph_LowPrecisionCompute, Pure,
     AllTypesMatch<["result_grad", "out"]>,
     AllTypesMatch<["query", "query_grad"]>, AllTypesMatch<["key", "key_grad"]>,
     AllTypesMatch<["value", "value_grad"]>,
@@ -192,7 +192,7 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [Pure,
+def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [Graph_FullPrecisionCompute, Pure,
     AllTypesMatch<["logits", "logits_grad"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "VJP of `graph.cross_entropy`: dlogits from the scalar dloss.";
@@ -216,7 +216,7 @@ def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [Pure,
+def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [Graph_FullPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "VJP of `graph.embedding`: scatter-adds dy rows into a [V, D] table.";
   let description = [{

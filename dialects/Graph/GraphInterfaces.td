@@ -127,4 +127,23 @@ def Graph_FusionAnchorOpInterface : OpInterface<"FusionAnchorOpInterface"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Precision policy (`--graph-mixed-precision`)
+//===----------------------------------------------------------------------===//
+
+/// An op that takes its float operands in the low precision of a mixed
+/// policy and accumulates in f32 inside (a GEMM, attention): its operands
+/// are cast down and its float results stored in the low precision.
+def Graph_LowPrecisionCompute : NativeOpTrait<"LowPrecisionCompute"> {
+  let cppNamespace = "::kiln::graph";
+}
+
+/// An op that computes in f32 under every policy (reductions, softmax,
+/// normalizations, losses, scatter-adds, the optimizer): its float operands
+/// are cast up to f32. Ops with neither trait compute in the precision of
+/// their inputs (the widest of them).
+def Graph_FullPrecisionCompute : NativeOpTrait<"FullPrecisionCompute"> {
+  let cppNamespace = "::kiln::graph";
+}
+
 #endif // KILN_GRAPH_INTERFACES_TD

@@ -97,7 +97,7 @@ def Graph_PowOp : Graph_BinaryOp<"pow", "Elementwise power lhs^rhs.">;
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Graph_MatmulOp : Graph_Op<"matmul", [Pure,
+def Graph_MatmulOp : Graph_Op<"matmul", [Graph_LowPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Batched matrix product, with optional transposes.";
@@ -119,7 +119,7 @@ def Graph_MatmulOp : Graph_Op<"matmul", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_MatmulEpilogueOp : Graph_Op<"matmul_epilogue", [Pure,
+def Graph_MatmulEpilogueOp : Graph_Op<"matmul_epilogue", [Graph_LowPrecisionCompute, Pure,
     AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "A matmul and what the GEMM library applies as it stores it.";
@@ -179,7 +179,7 @@ def Graph_BroadcastOp : Graph_Op<"broadcast", [Pure,
   let hasFolder = 1;
 }
 
-def Graph_ReduceOp : Graph_Op<"reduce", [Pure,
+def Graph_ReduceOp : Graph_Op<"reduce", [Graph_FullPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface,
                               ["walksColumns"]>,
@@ -310,7 +310,7 @@ def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure,
+def Graph_LayerNormOp : Graph_Op<"layer_norm", [Graph_FullPrecisionCompute, Pure,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface>,
@@ -339,7 +339,7 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure,
+def Graph_SoftmaxOp : Graph_Op<"softmax", [Graph_FullPrecisionCompute, Pure,
     AllTypesMatch<["input", "result"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
@@ -360,7 +360,7 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_AttentionOp : Graph_Op<"attention", [Pure,
+def Graph_AttentionOp : Graph_Op<"attention", [Graph_LowPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Scaled dot-product attention, optionally causal.";
@@ -388,7 +388,7 @@ def Graph_AttentionOp : Graph_Op<"attention", [Pure,
   let hasVerifier = 1;
 }
 
-def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Pure,
+def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Graph_FullPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Mean softmax cross-entropy of logits against integer targets.";

@@ -14,11 +14,13 @@
 
 /// Marks the ops of the optimizer step (schedule, norm, clip, updates), so
 /// that figures can count the optimizer's kernels by their origin op.
-def Graph_OptimizerOpTrait : NativeOpTrait<"OptimizerOpTrait"> {
+def Graph_OptimizerOpTrait : NativeOpTrait<"OptimizerOpTrait",
+    [Graph_FullPrecisionCompute]> {
   let cppNamespace = "::kiln::graph";
 }
 
-def Graph_LrScheduleOp : Graph_Op<"lr_schedule", [Pure, Graph_OptimizerOpTrait,
+def Graph_LrScheduleOp : Graph_Op<"lr_schedule", [Pure,
+    Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
     AllTypesMatch<["step", "result"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "The learning rate of step t (1-based) under a schedule.";
@@ -40,7 +42,8 @@ def Graph_LrScheduleOp : Graph_Op<"lr_schedule", [Pure, Graph_OptimizerOpTrait,
   let hasVerifier = 1;
 }
 
-def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure, Graph_OptimizerOpTrait,
+def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure,
+    Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "The L2 norm of all its operands taken together.";
   let description = [{
@@ -56,7 +59,8 @@ def Graph_GlobalNormOp : Graph_Op<"global_norm", [Pure, Graph_OptimizerOpTrait,
   let hasVerifier = 1;
 }
 
-def Graph_ClipScaleOp : Graph_Op<"clip_scale", [Pure, Graph_OptimizerOpTrait,
+def Graph_ClipScaleOp : Graph_Op<"clip_scale", [Pure,
+    Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
     AllTypesMatch<["norm", "result"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "The factor that clips a gradient norm: min(1, max_norm / (norm + 1e-6)).";
@@ -74,7 +78,8 @@ def Graph_ClipScaleOp : Graph_Op<"clip_scale", [Pure, Graph_OptimizerOpTrait,
 }
 
 class Graph_UpdateOp<string mnemonic, list<Trait> traits = []>
-    : Graph_Op<mnemonic, !listconcat(traits, [Pure, Graph_OptimizerOpTrait,
+    : Graph_Op<mnemonic, !listconcat(traits, [Pure,
+    Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
           DeclareOpInterfaceMethods<Graph_CostOpInterface>])>;
 
 def Graph_SgdUpdateOp : Graph_UpdateOp<"sgd_update",

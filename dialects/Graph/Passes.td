@@ -194,6 +194,53 @@ def GraphFoldGemmEpilogues
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 
+def GraphMixedPrecision : Pass<"graph-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Runs a model's f32 values in bf16 or fp16 where the ops' "
+                "precision policy allows, with casts shared.";
+  let description = [{
+    The policy is declared on the ops (GraphInterfaces.td), not listed
+    here: an op with `LowPrecisionCompute` (graph.matmul, graph.attention
+    and its gradient) takes its f32 operands cast down to `policy`'s type and
+    stores its float results in it (it accumulates in f32 inside); an op with
+    `FullPrecisionCompute` (reductions, softmax, layer_norm, cross_entropy,
+    their gradients, embedding_grad, the optimizer) gets its low-precision
+    operands cast up to f32; every other op computes in the type of its
+    full-size, non-constant float operands, the others cast to it, and its
+    float results take that type. Where they mix, that is the low type
+    (activations are stored low: a residual add of the f32 embedding stream
+    and a bf16 branch is bf16), unless one of them is an entry's f32
+    argument (a parameter, optimizer state, a gradient accumulator: master
+    values stay f32). Broadcast operands (a bias) and constants follow;
+    constants are converted, not cast. Run after the train step, so that the backward and
+    the optimizer follow the same policy: parameters, gradients handed to the
+    optimizer and optimizer state stay f32 (master weights); each parameter
+    is cast down once per step, where it is read. A narrowing cast (it
+    rounds) is made once, right after its value, and shared by its readers;
+    a widening one (exact) right before each reader, into which fusion puts
+    it, so that what lives on to later readers (the backward) is the narrow
+    value; a value widened and narrowed back is the original one. Function results
+    keep their declared types (cast back where needed). Values of other
+    float types (f64) are left alone. `policy=fp32` changes nothing. Run
+    before `--graph-fuse`, which fuses the casts into their neighbours.
+    ```mlir
+    %y = graph.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+    // becomes, with policy=bf16
+    %xl = graph.cast %x : tensor<8x16xf32> -> tensor<8x16xbf16>
+    %wl = graph.cast %w : tensor<16x4xf32> -> tensor<16x4xbf16>
+    %y = graph.matmul %xl, %wl : tensor<8x16xbf16>, tensor<16x4xbf16> -> tensor<8x4xbf16>
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"\"",
+           "fp32, bf16 or fp16: the low precision of the mixed policy "
+           "(empty: the train block's `precision`, else fp32)">,
+    ListOption<"targetPrecisions", "target-precisions", "std::string",
+           "The policies the target's kernels are checked in (empty: "
+           "all); another one is an error at the train block's line">,
+  ];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
 def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
   let summary = "Groups elementwise and data-movement ops into graph.fusion "
                 "regions, one kernel each.";

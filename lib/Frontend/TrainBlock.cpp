@@ -226,6 +226,9 @@ ModelEmitter::emitTrainBlock(const ast::TrainDecl &train) {
                          (word ? didYouMean(word->getName(), precisions)
                                : std::string()));
       attr = builder.getStringAttr(word->getName());
+      // Where it was set, for a target that cannot train in it.
+      fields.push_back(builder.getNamedAttr(
+          "precision_loc", LocationAttr(getLoc(valueExpr.getLoc()))));
     } else if (key == "memory") {
       FailureOr<EvalValue> value = evaluate(valueExpr);
       if (failed(value))

@@ -40,9 +40,10 @@ std::string kiln::checkCompileOptions(const CompileOptions &options) {
   std::string error;
   if (!TargetInfo::create(options.target, options.arch, error))
     return error;
-  if (options.precision != "fp32")
-    return "precision '" + options.precision +
-           "' is not supported yet: the step compiles in fp32";
+  if (!options.precision.empty() && options.precision != "fp32" &&
+      options.precision != "bf16" && options.precision != "fp16")
+    return "unknown precision '" + options.precision +
+           "' (expected fp32, bf16 or fp16)";
   if (options.worldSize != 1)
     return "a world size of " + std::to_string(options.worldSize) +
            " is not supported yet: the step compiles for one process";
@@ -66,6 +67,10 @@ static FailureOr<int64_t> measurePeakBytes(ModuleOp module,
 }
 
 void kiln::addTrainingPasses(OpPassManager &pm, const CompileOptions &options) {
+  std::string error;
+  std::unique_ptr<TargetInfo> target =
+      TargetInfo::create(options.target, options.arch, error);
+  assert(target && "options are checked by buildCompilePipeline");
   // Before the train step, so that the matmuls' VJPs read the untransposed
   // tensors as well. (Without training, the kernel passes fold them: the
   // graph a compile emits stays the frontend's.)
@@ -73,13 +78,17 @@ void kiln::addTrainingPasses(OpPassManager &pm, const CompileOptions &options) {
     pm.addPass(graph::createGraphFoldTransposes());
     // The logits padded before the train step too: autodiff derives the
     // padded backward (and the weight gradient's slice).
-    std::string error;
-    std::unique_ptr<TargetInfo> target =
-        TargetInfo::create(options.target, options.arch, error);
-    assert(target && "options are checked by buildCompilePipeline");
     pm.addPass(graph::createGraphPadLogits({target->getLogitsAlignment()}));
     pm.addPass(graph::createGraphTrainStep());
   }
+  // The precision policy over every entry (forward, backward, optimizer),
+  // before the kernel passes fuse its casts. Checked against what the
+  // target's kernels do, at the train block's line.
+  graph::GraphMixedPrecisionOptions precision;
+  precision.policy = options.precision;
+  for (StringRef supported : target->getTrainingPrecisions())
+    precision.targetPrecisions.push_back(supported.str());
+  pm.addPass(graph::createGraphMixedPrecision(precision));
 }
 
 void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
@@ -182,8 +191,10 @@ struct CompilePipelineOptions : PassPipelineOptions<CompilePipelineOptions> {
   Option<bool> naiveArena{*this, "naive-arena",
                           llvm::cl::desc("Place transients one after another"),
                           llvm::cl::init(false)};
-  Option<std::string> precision{*this, "precision", llvm::cl::desc("fp32"),
-                                llvm::cl::init("fp32")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, bf16 or fp16 (empty: the train block's)"),
+      llvm::cl::init("")};
   Option<int64_t> worldSize{*this, "world-size",
                             llvm::cl::desc("Data-parallel processes: 1"),
                             llvm::cl::init(1)};

@@ -49,14 +49,3 @@ module {
     return
   }
 }
-
-// -----
-
-// A precision the compiler does not implement yet is refused, not ignored.
-// expected-error @+1 {{train block: precision = bf16 is not implemented yet (training runs in fp32); remove the setting or write precision = fp32}}
-module attributes {graph.train = {precision = "bf16"}} {
-  func.func @forward(%w: tensor<2xf32> {graph.param = "w", graph.init = {kind = "ones"}}) -> (tensor<f32> {graph.output = "loss", graph.loss}) {
-    %0 = graph.reduce sum %w {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
-    return %0 : tensor<f32>
-  }
-}

@@ -136,6 +136,12 @@ static cl::opt<bool> noFuse(
     cl::desc("Compile without fusion: no graph.fusion regions (--graph-fuse) "
              "and no merged launches (--kernel-merge-launches)"),
     cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string> compilePrecision(
+    "precision",
+    cl::desc("fp32, bf16 or fp16: the precision policy (default: the train "
+             "block's precision, else fp32)"),
+    cl::value_desc("fp32|bf16|fp16"), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> noFusedAttention(
     "no-fused-attention",
     cl::desc("On a target with fused attention kernels (cuda), lower "
@@ -224,6 +230,7 @@ static kiln::CompileOptions pipelineOptions(int64_t budget) {
   options.train = compileTrain;
   options.fuse = !noFuse;
   options.fusedAttention = !noFusedAttention;
+  options.precision = compilePrecision;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
   return options;

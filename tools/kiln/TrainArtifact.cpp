@@ -157,10 +157,12 @@ kiln::cli::compileForTraining(StringRef modelPath,
     return buffer.takeError();
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
-              "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n",
+              "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n"
+              "precision={9}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
-              describeHostCpu(options.cpu), budget, options.fuse)
+              describeHostCpu(options.cpu), budget, options.fuse,
+              options.precision)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
@@ -198,6 +200,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.train = !options.inferenceOnly;
   pipeline.memoryBudget = budget;
   pipeline.fuse = options.fuse;
+  pipeline.precision = options.precision;
   if (std::string refused = checkCompileOptions(pipeline); !refused.empty())
     return createStringError(refused);
   buildCompilePipeline(pm, pipeline);

@@ -44,6 +44,8 @@ struct TrainCompileOptions {
   /// Fuse (--graph-fuse, --kernel-merge-launches); `--no-fuse` clears it,
   /// for measuring what fusion buys.
   bool fuse = true;
+  /// Overrides the train block's `precision` (empty: keep it).
+  std::string precision;
   /// Compile only the inference entries (predict, eval_step), for sampling
   /// from a checkpoint: no training step, no optimizer state.
   bool inferenceOnly = false;

@@ -63,6 +63,11 @@ static cl::opt<std::string> trainMemoryBudget(
              "SIZE (80GiB, 512MiB, 1.5GB or bytes; default: the train "
              "block's `memory`)"),
     cl::value_desc("SIZE"), TRAIN_OPTION);
+static cl::opt<std::string> trainPrecision(
+    "precision",
+    cl::desc("fp32, bf16 or fp16: the precision policy (default: the train "
+             "block's precision, else fp32)"),
+    cl::value_desc("fp32|bf16|fp16"), TRAIN_OPTION);
 static cl::opt<bool>
     trainNoFuse("no-fuse",
                 cl::desc("Compile without fusion (one kernel per op, no merged "
@@ -291,6 +296,7 @@ int kiln::cli::runTrain() {
     compileOptions.steps = stepsOption;
   compileOptions.device = device;
   compileOptions.fuse = !trainNoFuse;
+  compileOptions.precision = trainPrecision;
   compileOptions.quiet = quiet;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;

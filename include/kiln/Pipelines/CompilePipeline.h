@@ -45,9 +45,9 @@ struct CompileOptions {
   /// instead of with the memory planner: the baseline the planner is
   /// measured and checked against.
   bool naiveArena = false;
-  /// The step's precision: fp32 (bf16 and fp16 come with the
-  /// mixed-precision passes).
-  std::string precision = "fp32";
+  /// The precision policy (--graph-mixed-precision): fp32, bf16 or fp16;
+  /// empty: the train block's `precision`, else fp32.
+  std::string precision;
   /// Data-parallel processes the step is compiled for: 1 (collectives come
   /// with the data-parallel passes).
   int64_t worldSize = 1;

@@ -107,6 +107,9 @@ public:
   /// The multiple a cross-entropy's class dim is padded to, for aligned
   /// GEMM rows (--graph-pad-logits); 0: none.
   virtual int64_t getLogitsAlignment() const = 0;
+  /// The training precisions its kernels are checked in ("fp32", "bf16",
+  /// "fp16"; --graph-mixed-precision's policies).
+  virtual llvm::ArrayRef<llvm::StringRef> getTrainingPrecisions() const = 0;
 
   /// The target of `kind` for `arch` (empty: the target's default), or
   /// null with `error` set when `arch` is not one it supports.

@@ -64,6 +64,12 @@ public:
   int64_t getGemmEpilogueAuxAlignment() const override { return 8; }
   // GPT-2's 50257 classes become 50304, as llm.c pads them.
   int64_t getLogitsAlignment() const override { return 128; }
+  /// bf16 and fp16 wait for their kernels: the fused attention's tensor-core
+  /// variant and the cuBLASLt calls with low-precision A and B.
+  llvm::ArrayRef<llvm::StringRef> getTrainingPrecisions() const override {
+    static const llvm::StringRef precisions[] = {"fp32"};
+    return precisions;
+  }
 };
 } // namespace
 

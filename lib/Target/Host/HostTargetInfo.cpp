@@ -51,6 +51,11 @@ public:
   int64_t getGemmEpilogueAuxAlignment() const override { return 0; }
   // Nothing measured says the cpu GEMM libraries gain from it.
   int64_t getLogitsAlignment() const override { return 0; }
+  /// fp16 waits for dynamic loss scaling.
+  llvm::ArrayRef<llvm::StringRef> getTrainingPrecisions() const override {
+    static const llvm::StringRef precisions[] = {"fp32", "bf16"};
+    return precisions;
+  }
 };
 } // namespace
 

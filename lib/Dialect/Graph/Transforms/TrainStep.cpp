@@ -71,6 +71,10 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
   integer(train, "steps", settings.steps);
   integer(train, "accumulate", settings.accumulate);
   integer(train, "memory", settings.memory);
+  if (auto precision = train.getAs<StringAttr>("precision"))
+    settings.precision = precision.getValue().str();
+  if (auto where = train.getAs<LocationAttr>("precision_loc"))
+    settings.precisionLoc = Location(where);
 
   if (settings.optimizer != "sgd" && settings.optimizer != "momentum" &&
       settings.optimizer != "adamw")
@@ -382,15 +386,6 @@ LogicalResult kiln::graph::buildTrainFunctions(ModuleOp module,
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return module.emitError("training needs a 'func.func @forward'");
-  // Accepted by the language, not yet by the compiler: refused rather than
-  // ignored (a bf16 run would silently train in fp32).
-  auto train = module->getAttrOfType<DictionaryAttr>(GraphDialect::kTrainAttr);
-  if (auto precision = train ? train.getAs<StringAttr>("precision") : nullptr;
-      precision && precision.getValue() != "fp32")
-    return module.emitError("train block: precision = ")
-           << precision.getValue()
-           << " is not implemented yet (training runs in fp32); remove the "
-              "setting or write precision = fp32";
   if (collectParameters(forward).empty())
     return forward.emitError("the model has no parameters to train");
   for (StringRef name : {"train_step", "accumulate_step", "apply_step"})

@@ -32,6 +32,15 @@ namespace kiln::graph {
 template <typename ConcreteType>
 class OptimizerOpTrait
     : public mlir::OpTrait::TraitBase<ConcreteType, OptimizerOpTrait> {};
+
+/// Precision policies (GraphInterfaces.td): takes low-precision operands
+/// and accumulates in f32; computes in f32 under every policy.
+template <typename ConcreteType>
+class LowPrecisionCompute
+    : public mlir::OpTrait::TraitBase<ConcreteType, LowPrecisionCompute> {};
+template <typename ConcreteType>
+class FullPrecisionCompute
+    : public mlir::OpTrait::TraitBase<ConcreteType, FullPrecisionCompute> {};
 } // namespace kiln::graph
 
 #define GET_OP_CLASSES

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
 
 namespace kiln::graph {
@@ -42,6 +43,10 @@ struct TrainSettings {
   /// The train block's `memory`: the bytes a step's peak_bytes must fit in
   /// (0: no budget). `--memory-budget` overrides it.
   int64_t memory = 0;
+  /// The train block's `precision`: fp32, bf16 or fp16
+  /// (--graph-mixed-precision's policy), and where it was set.
+  std::string precision = "fp32";
+  std::optional<mlir::Location> precisionLoc;
 
   /// Reads `graph.train` from `module` (defaults where absent).
   static mlir::FailureOr<TrainSettings> fromModule(mlir::ModuleOp module);
