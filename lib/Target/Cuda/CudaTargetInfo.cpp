@@ -64,10 +64,9 @@ public:
   int64_t getGemmEpilogueAuxAlignment() const override { return 8; }
   // GPT-2's 50257 classes become 50304, as llm.c pads them.
   int64_t getLogitsAlignment() const override { return 128; }
-  /// bf16 and fp16 wait for their kernels: the fused attention's tensor-core
-  /// variant and the cuBLASLt calls with low-precision A and B.
+  /// fp16 waits for dynamic loss scaling.
   llvm::ArrayRef<llvm::StringRef> getTrainingPrecisions() const override {
-    static const llvm::StringRef precisions[] = {"fp32"};
+    static const llvm::StringRef precisions[] = {"fp32", "bf16"};
     return precisions;
   }
 };

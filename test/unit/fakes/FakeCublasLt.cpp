@@ -129,11 +129,20 @@ Status describe(const Desc &desc, const Layout &a, const Layout &b,
     problem.types = cpu::GemmTypes::F64;
   else if (a.type == 14 && b.type == 14 && d.type == 0 && desc.compute == 68)
     problem.types = cpu::GemmTypes::BF16_F32;
+  else if (a.type == 14 && b.type == 14 && d.type == 14 && desc.compute == 68)
+    problem.types = cpu::GemmTypes::BF16;
   else
     return kNotSupported;
-  problem.cBytes = problem.types == cpu::GemmTypes::F64 ? 8 : 4;
-  problem.abBytes =
-      problem.types == cpu::GemmTypes::BF16_F32 ? 2 : problem.cBytes;
+  // The scale type (alpha, beta) of each compute type, as cuBLASLt's table.
+  if (desc.scale != (desc.compute == 70 ? 1 : 0))
+    return kNotSupported;
+  problem.cBytes = problem.types == cpu::GemmTypes::F64    ? 8
+                   : problem.types == cpu::GemmTypes::BF16 ? 2
+                                                           : 4;
+  problem.abBytes = problem.types == cpu::GemmTypes::F32 ||
+                            problem.types == cpu::GemmTypes::F64
+                        ? problem.cBytes
+                        : 2;
   problem.m = d.rows;
   problem.n = d.columns;
   problem.k = desc.transA ? a.rows : a.columns;

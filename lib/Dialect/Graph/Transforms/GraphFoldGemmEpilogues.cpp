@@ -26,7 +26,10 @@ namespace {
 /// The matmul defining `value` when `value` is its only use's operand.
 MatmulOp getSoleUseMatmul(Value value) {
   auto matmul = value.getDefiningOp<MatmulOp>();
-  if (!matmul || !matmul->hasOneUse())
+  // f32 products only: a bf16 product's epilogue would run in f32 before
+  // its rounding, which the executors' host epilogues do not model yet.
+  if (!matmul || !matmul->hasOneUse() ||
+      !cast<RankedTensorType>(matmul.getType()).getElementType().isF32())
     return nullptr;
   return matmul;
 }

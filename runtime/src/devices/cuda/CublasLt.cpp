@@ -131,16 +131,24 @@ std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
                               std::unique_ptr<LtGemm> &gemm) const {
   int abType = getDataType(call.ab_dtype()), cType = getDataType(call.dtype());
   bool f64 = call.dtype() == plan::DType::F64;
-  bool typesOk = abType >= 0 && cType >= 0 && cType != lt::kR16BF &&
-                 (f64 ? abType == lt::kR64F : abType != lt::kR64F);
+  // f32, f64, and bf16 x bf16 -> f32 or bf16 (f32 accumulation and scale).
+  bool typesOk = abType >= 0 && cType >= 0 &&
+                 (f64 ? abType == lt::kR64F : abType != lt::kR64F) &&
+                 (cType != lt::kR16BF || abType == lt::kR16BF);
   if (!typesOk)
     return std::string("cuBLASLt: a GEMM of ") +
            plan::EnumNameDType(call.ab_dtype()) + " x " +
            plan::EnumNameDType(call.ab_dtype()) + " -> " +
            plan::EnumNameDType(call.dtype()) +
-           " (the cuda device computes f32, f64 and bf16 x bf16 -> f32)";
+           " (the cuda device computes f32, f64 and bf16 x bf16 -> f32 or "
+           "bf16)";
+  if (cType == lt::kR16BF && call.epilogue() != plan::GemmEpilogue::None)
+    return std::string("cuBLASLt: the epilogue ") +
+           plan::EnumNameGemmEpilogue(call.epilogue()) +
+           " of a GEMM with a bf16 C (the compiler folds epilogues into f32 "
+           "GEMMs only)";
   std::unique_ptr<LtGemm> made(new LtGemm(api_));
-  made->scaleType_ = cType;
+  made->scaleType_ = f64 ? lt::kR64F : lt::kR32F;
   made->alpha_ = call.alpha();
   made->beta_ = call.beta();
   made->epilogue_ = call.epilogue();
@@ -158,7 +166,7 @@ std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
   // B, whose stored rows are cuBLASLt's columns (likewise B' = the plan's A).
   step("cublasLtMatmulDescCreate",
        api_.descCreate(&made->desc_, f64 ? lt::kCompute64F : lt::kCompute32F,
-                       cType));
+                       made->scaleType_));
   int transA = tb ? lt::kOpT : lt::kOpN, transB = ta ? lt::kOpT : lt::kOpN;
   if (error.empty()) {
     step("cublasLtMatmulDescSetAttribute",
