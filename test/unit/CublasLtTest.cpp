@@ -326,17 +326,25 @@ TEST(CublasLt, RefusalsAndFailuresAreNamed) {
   };
   EXPECT_EQ(prepare(plan::DType::F16, plan::DType::F32, 8,
                     plan::GemmEpilogue::None, false),
-            "cuBLASLt: a GEMM of F16 x F16 -> F32 (the cuda device computes "
-            "f32, f64 and bf16 x bf16 -> f32 or bf16)");
-  // bf16 x bf16 -> bf16 (mixed precision's GEMMs): f32 compute and scale,
-  // which the fake checks; without an epilogue only.
-  EXPECT_EQ(prepare(plan::DType::BF16, plan::DType::BF16, 8,
-                    plan::GemmEpilogue::None, false),
             "");
-  EXPECT_EQ(prepare(plan::DType::BF16, plan::DType::BF16, 8,
-                    plan::GemmEpilogue::Bias, false),
-            "cuBLASLt: the epilogue Bias of a GEMM with a bf16 C (the compiler "
-            "folds epilogues into f32 GEMMs only)");
+  EXPECT_EQ(prepare(plan::DType::BF16, plan::DType::F16, 8,
+                    plan::GemmEpilogue::None, false),
+            "cuBLASLt: a GEMM of BF16 x BF16 -> F16 (the cuda device computes "
+            "f32, f64, and bf16 x bf16 or f16 x f16 -> f32 or the operands' "
+            "type)");
+  EXPECT_EQ(prepare(plan::DType::F32, plan::DType::F16, 8,
+                    plan::GemmEpilogue::None, false),
+            "cuBLASLt: a GEMM of F32 x F32 -> F16 (the cuda device computes "
+            "f32, f64, and bf16 x bf16 or f16 x f16 -> f32 or the operands' "
+            "type)");
+  // bf16 x bf16 -> bf16 and f16 x f16 -> f16 (mixed precision's GEMMs): f32
+  // compute and scale, which the fake checks; without an epilogue only.
+  for (plan::DType half : {plan::DType::BF16, plan::DType::F16}) {
+    EXPECT_EQ(prepare(half, half, 8, plan::GemmEpilogue::None, false), "");
+    EXPECT_EQ(prepare(half, half, 8, plan::GemmEpilogue::Bias, false),
+              "cuBLASLt: the epilogue Bias of a GEMM with a 16-bit C (the "
+              "compiler folds epilogues into f32 GEMMs only)");
+  }
   // An aux matrix 6 wide: its leading dimension is not a multiple of 8.
   std::string refused = prepare(plan::DType::F32, plan::DType::F32, 6,
                                 plan::GemmEpilogue::Gelu, true);

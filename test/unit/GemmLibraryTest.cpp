@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 
+using namespace kiln;
 using namespace kiln::cpu;
 
 namespace {
@@ -25,6 +26,32 @@ float fromBits(uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
+}
+
+TEST(GemmLibrary, HalfRoundsToNearestEvenWithSubnormals) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+  // 1 + 2^-11 lies halfway between 1 and 1 + 2^-10: to the even one, 1;
+  // 1 + 3 * 2^-11 halfway between 1 + 2^-10 and 1 + 2^-9: up, to even.
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  // 65504 is the largest half; from 65520 on a float rounds to infinity.
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);
+  // Subnormals: 2^-24 is the smallest; half of it rounds to (even) zero.
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);
+  EXPECT_EQ(floatToHalf(3 * std::ldexp(1.0f, -25)), 0x0002);
+  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(fromBits(0x7f800001)))));
+  // Widening is exact, subnormals and infinity included.
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    float value = halfToFloat(static_cast<uint16_t>(bits));
+    if (!std::isnan(value))
+      ASSERT_EQ(floatToHalf(value), bits) << bits;
+  }
+  EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(halfToFloat(0x7c00), std::numeric_limits<float>::infinity());
 }
 
 TEST(GemmLibrary, Bf16RoundsToNearestEven) {
@@ -65,19 +92,31 @@ const Case kCases[] = {
     {70, 129, 64, true, false, 0, 1.0, 1.0},
 };
 
-/// `values` as f32 and as bf16, and `values` replaced by what `types`
-/// computes with: themselves for f64, the f32 or the bf16 rounding else.
+/// The 16-bit bits of `value` in `types` (IEEE half for F16, bf16 else),
+/// and their value.
+bool isHalf(GemmTypes types) {
+  return types == GemmTypes::F16 || types == GemmTypes::F16_F32;
+}
+uint16_t toHalfBits(GemmTypes types, float value) {
+  return isHalf(types) ? floatToHalf(value) : floatToBf16(value);
+}
+float fromHalfBits(GemmTypes types, uint16_t bits) {
+  return isHalf(types) ? halfToFloat(bits) : bf16ToFloat(bits);
+}
+
+/// `values` as f32 and as 16 bits, and `values` replaced by what `types`
+/// computes with: themselves for f64, the f32 or the 16-bit rounding else.
 void roundInputs(GemmTypes types, std::vector<double> &values,
-                 std::vector<float> &f32, std::vector<uint16_t> &bf16) {
+                 std::vector<float> &f32, std::vector<uint16_t> &half) {
   f32.resize(values.size());
-  bf16.resize(values.size());
+  half.resize(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     f32[i] = static_cast<float>(values[i]);
-    bf16[i] = floatToBf16(f32[i]);
+    half[i] = toHalfBits(types, f32[i]);
     if (types == GemmTypes::F32)
       values[i] = f32[i];
-    else if (types == GemmTypes::BF16_F32 || types == GemmTypes::BF16)
-      values[i] = bf16ToFloat(bf16[i]);
+    else if (types != GemmTypes::F64)
+      values[i] = fromHalfBits(types, half[i]);
   }
 }
 
@@ -106,12 +145,12 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types, const Case &c) {
   std::vector<uint16_t> a16, b16, c16(c0.size());
   roundInputs(types, a, af, a16);
   roundInputs(types, b, bf, b16);
-  bool bf16C = types == GemmTypes::BF16;
+  bool halfC = types == GemmTypes::BF16 || types == GemmTypes::F16;
   for (size_t i = 0; i < c0.size(); ++i) {
     cf[i] = static_cast<float>(c0[i]);
-    c16[i] = floatToBf16(cf[i]);
-    if (bf16C)
-      c0[i] = bf16ToFloat(c16[i]);
+    c16[i] = toHalfBits(types, cf[i]);
+    if (halfC)
+      c0[i] = fromHalfBits(types, c16[i]);
     else if (types != GemmTypes::F64)
       c0[i] = cf[i];
   }
@@ -138,18 +177,20 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types, const Case &c) {
                                         : a16.data();
     problem.b = types == GemmTypes::F32 ? static_cast<const void *>(bf.data())
                                         : b16.data();
-    problem.c = bf16C ? static_cast<void *>(c16.data()) : cf.data();
+    problem.c = halfC ? static_cast<void *>(c16.data()) : cf.data();
   }
   ASSERT_EQ(library.prepare(problem), "");
   library.run(problem);
 
-  // f32 accumulation (f32 and bf16 inputs) against f64's; a bf16 C adds
-  // its rounding, at most half a unit in the last of its 8 bits.
+  // f32 accumulation (f32 and 16-bit inputs) against f64's; a 16-bit C
+  // adds its rounding, at most half a unit in the last of its 8 (bf16) or
+  // 11 (f16) bits.
   double tolerance = types == GemmTypes::F64 ? 1e-13 : 1e-5;
+  int halfUlpExponent = types == GemmTypes::F16 ? -11 : -8;
   auto stored = [&](int64_t at) -> double {
     if (types == GemmTypes::F64)
       return cd[at];
-    return bf16C ? bf16ToFloat(c16[at]) : cf[at];
+    return halfC ? fromHalfBits(types, c16[at]) : cf[at];
   };
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
@@ -164,7 +205,8 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types, const Case &c) {
       double expected = c.alpha * sum + c.beta * c0[at];
       double scale =
           std::fabs(c.alpha) * magnitude + std::fabs(c.beta * c0[at]) + 1;
-      double rounding = bf16C ? std::ldexp(std::fabs(expected), -8) : 0;
+      double rounding =
+          halfC ? std::ldexp(std::fabs(expected), halfUlpExponent) : 0;
       ASSERT_NEAR(stored(at), expected, tolerance * scale + rounding)
           << "C[" << i << ", " << j << "]";
     }
@@ -182,7 +224,8 @@ TEST(GemmLibrary, EveryLibraryMatchesALoopInDouble) {
     ASSERT_TRUE(library) << error;
     EXPECT_EQ(name, library->name());
     for (GemmTypes types : {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32,
-                            GemmTypes::BF16}) {
+                            GemmTypes::BF16, GemmTypes::F16_F32,
+                            GemmTypes::F16}) {
       if (!library->supports(types))
         continue;
       for (const Case &c : kCases)
@@ -243,7 +286,8 @@ TEST(GemmLibrary, TypesALibraryLacksGoToOneThatHasThem) {
   for (const std::string &name : builtInGemmLibraries()) {
     std::shared_ptr<const GemmLibrary> chosen = getGemmLibrary(name, error);
     for (GemmTypes types : {GemmTypes::F32, GemmTypes::F64, GemmTypes::BF16_F32,
-                            GemmTypes::BF16}) {
+                            GemmTypes::BF16, GemmTypes::F16_F32,
+                            GemmTypes::F16}) {
       std::shared_ptr<const GemmLibrary> used =
           getGemmLibraryFor(types, chosen);
       ASSERT_TRUE(used);

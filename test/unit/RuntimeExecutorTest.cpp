@@ -363,9 +363,9 @@ TEST(RuntimeExecutor, Bf16GemmAccumulatesInF32) {
   std::vector<float> af = randomFloats(m * k, 21), bf = randomFloats(k * n, 22);
   std::vector<uint16_t> ah, bh;
   for (float value : af)
-    ah.push_back(kiln::cpu::floatToBf16(value));
+    ah.push_back(kiln::floatToBf16(value));
   for (float value : bf)
-    bh.push_back(kiln::cpu::floatToBf16(value));
+    bh.push_back(kiln::floatToBf16(value));
   for (const std::string &library : kiln::cpu::builtInGemmLibraries()) {
     SCOPED_TRACE(library);
     ScopedEnvironment scoped("KILN_GEMM", library);
@@ -393,8 +393,8 @@ TEST(RuntimeExecutor, Bf16GemmAccumulatesInF32) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0, magnitude = 0;
         for (int64_t l = 0; l < k; ++l) {
-          double product = double(kiln::cpu::bf16ToFloat(ah[i * k + l])) *
-                           kiln::cpu::bf16ToFloat(bh[l * n + j]);
+          double product = double(kiln::bf16ToFloat(ah[i * k + l])) *
+                           kiln::bf16ToFloat(bh[l * n + j]);
           sum += product;
           magnitude += std::fabs(product);
         }
@@ -414,9 +414,9 @@ TEST(RuntimeExecutor, GemmTypesAndEpiloguesItCannotRunAreRefused) {
     bool withBias;
     const char *message;
   } cases[] = {
-      {DType::F16, DType::F32, plan::GemmEpilogue::None, 2, 1, false,
-       "a GEMM of f16 x f16 -> f32: the cpu executor computes f32, f64 and "
-       "bf16 x bf16 -> f32"},
+      {DType::BF16, DType::F16, plan::GemmEpilogue::None, 2, 1, false,
+       "a GEMM of bf16 x bf16 -> f16: the cpu executor computes f32, f64, "
+       "and bf16 x bf16 or f16 x f16 -> f32 or the operands' type"},
       {DType::F32, DType::F32, plan::GemmEpilogue::BiasGelu, 2, 1, false,
        "a GEMM with the epilogue BiasGelu needs bias buffer"},
       {DType::F32, DType::F32, plan::GemmEpilogue::None, 2, 1, true,

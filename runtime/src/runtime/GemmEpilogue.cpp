@@ -105,8 +105,12 @@ void kiln::applyGemmEpilogue(const cpu::GemmProblem &tile,
       return sumColumnsOfB<double>(tile, static_cast<double *>(epilogue.bias));
     case cpu::GemmTypes::BF16_F32:
       return sumColumnsOfB<uint16_t>(tile, static_cast<float *>(epilogue.bias));
+    case cpu::GemmTypes::F16_F32:
+      return sumColumnsOfB<cpu::Half>(tile,
+                                      static_cast<float *>(epilogue.bias));
     case cpu::GemmTypes::BF16:
-      assert(false && "the cpu executor refuses epilogues of a bf16 C");
+    case cpu::GemmTypes::F16:
+      assert(false && "the cpu executor refuses epilogues of a 16-bit C");
       return;
     }
     return;

@@ -131,14 +131,20 @@ Status describe(const Desc &desc, const Layout &a, const Layout &b,
     problem.types = cpu::GemmTypes::BF16_F32;
   else if (a.type == 14 && b.type == 14 && d.type == 14 && desc.compute == 68)
     problem.types = cpu::GemmTypes::BF16;
+  else if (a.type == 2 && b.type == 2 && d.type == 0 && desc.compute == 68)
+    problem.types = cpu::GemmTypes::F16_F32;
+  else if (a.type == 2 && b.type == 2 && d.type == 2 && desc.compute == 68)
+    problem.types = cpu::GemmTypes::F16;
   else
     return kNotSupported;
   // The scale type (alpha, beta) of each compute type, as cuBLASLt's table.
   if (desc.scale != (desc.compute == 70 ? 1 : 0))
     return kNotSupported;
-  problem.cBytes = problem.types == cpu::GemmTypes::F64    ? 8
-                   : problem.types == cpu::GemmTypes::BF16 ? 2
-                                                           : 4;
+  problem.cBytes = problem.types == cpu::GemmTypes::F64 ? 8
+                   : problem.types == cpu::GemmTypes::BF16 ||
+                           problem.types == cpu::GemmTypes::F16
+                       ? 2
+                       : 4;
   problem.abBytes = problem.types == cpu::GemmTypes::F32 ||
                             problem.types == cpu::GemmTypes::F64
                         ? problem.cBytes

@@ -166,19 +166,25 @@ Result CpuDevice::prepareGemm(const plan::GemmCall &call,
     prepared.gemmTypes = GemmTypes::BF16_F32;
   else if (ab == plan::DType::BF16 && c == plan::DType::BF16)
     prepared.gemmTypes = GemmTypes::BF16;
+  else if (ab == plan::DType::F16 && c == plan::DType::F32)
+    prepared.gemmTypes = GemmTypes::F16_F32;
+  else if (ab == plan::DType::F16 && c == plan::DType::F16)
+    prepared.gemmTypes = GemmTypes::F16;
   else
     return Result::error(
         KILN_ERROR_UNSUPPORTED,
         std::string("a GEMM of ") + runtime::dtypeName(ab) + " x " +
             runtime::dtypeName(ab) + " -> " + runtime::dtypeName(c) +
-            ": the cpu executor computes f32, f64 and bf16 x bf16 -> f32 "
-            "or bf16");
-  if (prepared.gemmTypes == GemmTypes::BF16 &&
+            ": the cpu executor computes f32, f64, and bf16 x bf16 or "
+            "f16 x f16 -> f32 or the operands' type");
+  bool halfC = prepared.gemmTypes == GemmTypes::BF16 ||
+               prepared.gemmTypes == GemmTypes::F16;
+  if (halfC &&
       call.epilogue() != plan::GemmEpilogue::None)
     return Result::error(KILN_ERROR_UNSUPPORTED,
                          std::string("the epilogue ") +
                              plan::EnumNameGemmEpilogue(call.epilogue()) +
-                             " of a GEMM with a bf16 C: the cpu executor "
+                             " of a GEMM with a 16-bit C: the cpu executor "
                              "applies epilogues in f32 and f64");
   std::shared_ptr<const GemmLibrary> library =
       getGemmLibraryFor(prepared.gemmTypes, gemm_);
@@ -212,11 +218,16 @@ GemmProblem CpuDevice::gemmTile(const PreparedOp &op, int64_t batch,
                                 int64_t row, int64_t rows, int64_t column,
                                 int64_t columns) const {
   const plan::GemmCall &call = *op.gemm;
-  // C's elements, and A's and B's (2 bytes for bf16).
-  size_t elementBytes = op.gemmTypes == GemmTypes::F64    ? 8
-                        : op.gemmTypes == GemmTypes::BF16 ? 2
-                                                          : 4;
-  size_t operandBytes = op.gemmTypes == GemmTypes::BF16_F32 ? 2 : elementBytes;
+  // C's elements, and A's and B's (2 bytes for bf16 and f16).
+  size_t elementBytes = op.gemmTypes == GemmTypes::F64 ? 8
+                        : op.gemmTypes == GemmTypes::BF16 ||
+                                op.gemmTypes == GemmTypes::F16
+                            ? 2
+                            : 4;
+  size_t operandBytes = op.gemmTypes == GemmTypes::BF16_F32 ||
+                                op.gemmTypes == GemmTypes::F16_F32
+                            ? 2
+                            : elementBytes;
   auto at = [&](uint32_t id, int64_t offset, size_t bytes) {
     return static_cast<char *>(pointers_[id]) + offset * bytes;
   };
@@ -275,8 +286,12 @@ void CpuDevice::describeGemms() {
   };
   std::vector<const GemmLibrary *> libraries = {gemm_.get()};
   for (auto [types, library] : gemmUses_) {
-    if (library == gemm_.get())
+    if (library == gemm_.get()) {
+      std::string note = library->typesNote(types);
+      if (!note.empty())
+        append(gemmInfo_.isa, std::string(gemmTypesName(types)) + " " + note);
       continue;
+    }
     append(gemmInfo_.others, std::string(gemmTypesName(types)) + ": " +
                                  library->version() + " (" + library->isa() +
                                  ")");

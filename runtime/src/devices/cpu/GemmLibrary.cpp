@@ -29,6 +29,10 @@ const char *kiln::cpu::gemmTypesName(GemmTypes types) {
     return "bf16 x bf16 -> f32";
   case GemmTypes::BF16:
     return "bf16 x bf16 -> bf16";
+  case GemmTypes::F16_F32:
+    return "f16 x f16 -> f32";
+  case GemmTypes::F16:
+    return "f16 x f16 -> f16";
   }
   return "?";
 }
@@ -150,18 +154,3 @@ const char *kiln::cpu::cpuIsaRankName(int rank) {
   return names[rank < 0 ? 0 : rank > 4 ? 4 : rank];
 }
 
-uint16_t kiln::cpu::floatToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet and a NaN
-    return static_cast<uint16_t>((bits >> 16) | 0x40);
-  uint32_t roundingBias = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + roundingBias) >> 16);
-}
-
-float kiln::cpu::bf16ToFloat(uint16_t value) {
-  uint32_t bits = uint32_t(value) << 16;
-  float result;
-  std::memcpy(&result, &bits, sizeof result);
-  return result;
-}

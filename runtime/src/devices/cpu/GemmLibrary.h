@@ -19,6 +19,8 @@
 #ifndef KILN_DEVICES_CPU_GEMMLIBRARY_H
 #define KILN_DEVICES_CPU_GEMMLIBRARY_H
 
+#include "kiln/HalfFloats.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,11 +30,12 @@ namespace kiln {
 namespace cpu {
 
 /// The element types of one GEMM: A and B, then C. Every type accumulates
-/// in f32 (f64 in f64); BF16 rounds each element of C to bf16 as it stores
-/// it (mixed precision's GEMMs).
-enum class GemmTypes { F32, F64, BF16_F32, BF16 };
+/// in f32 (f64 in f64); BF16 and F16 round each element of C to bf16 or
+/// IEEE half as they store it (mixed precision's GEMMs).
+enum class GemmTypes { F32, F64, BF16_F32, BF16, F16_F32, F16 };
 
-/// "f32", "f64", "bf16 x bf16 -> f32", "bf16 x bf16 -> bf16".
+/// "f32", "f64", "bf16 x bf16 -> f32", "bf16 x bf16 -> bf16",
+/// "f16 x f16 -> f32", "f16 x f16 -> f16".
 const char *gemmTypesName(GemmTypes types);
 
 /// One row-major C = alpha * op(A) * op(B) + beta * C, with op(A) m x k and
@@ -61,6 +64,9 @@ public:
   /// The instruction set its kernels run here: "avx512_core_amx".
   virtual std::string isa() const = 0;
   virtual bool supports(GemmTypes types) const = 0;
+  /// Non-empty when it computes `types` some other way than with kernels of
+  /// their own: "widened to f32" (said in the session's header when used).
+  virtual std::string typesNote(GemmTypes types) const { return ""; }
   /// Non-empty when the library runs generic kernels on a CPU that has
   /// better ones: what it runs, what the CPU has, and what to do.
   virtual std::string fallbackWarning() const = 0;
@@ -108,25 +114,32 @@ std::shared_ptr<const GemmLibrary> createOneDnnGemm();
 std::shared_ptr<const GemmLibrary> createOpenBlasGemm();
 #endif
 
-/// Round-to-nearest-even conversions between f32 and bf16 (NaNs stay NaN).
-uint16_t floatToBf16(float value);
-float bf16ToFloat(uint16_t value);
+/// An IEEE half as the GEMM templates store it (bf16 is a plain uint16_t).
+struct Half {
+  uint16_t bits;
+};
 
 /// An operand element in its accumulation type: f32 and f64 as they are,
-/// bf16 (stored as uint16_t) widened to f32.
+/// bf16 (stored as uint16_t) and halves widened to f32.
 inline float widenElement(const float *element) { return *element; }
 inline double widenElement(const double *element) { return *element; }
 inline float widenElement(const uint16_t *element) {
   return bf16ToFloat(*element);
 }
+inline float widenElement(const Half *element) {
+  return halfToFloat(element->bits);
+}
 
 /// An accumulated value stored as element type `Out`: itself, or rounded to
-/// nearest even into a bf16.
+/// nearest even into a bf16 or a half.
 template <typename Out, typename Acc> inline Out narrowElement(Acc value) {
   return static_cast<Out>(value);
 }
 template <> inline uint16_t narrowElement<uint16_t, float>(float value) {
   return floatToBf16(value);
+}
+template <> inline Half narrowElement<Half, float>(float value) {
+  return Half{floatToHalf(value)};
 }
 
 } // namespace cpu

@@ -5,11 +5,12 @@
 // oneDNN generates its kernels for the CPU's features at run time (AVX-512
 // f32 GEMMs, AVX512-BF16 and AMX bf16 matmuls), so its speed does not hang
 // on a table of CPU models. f32 goes through dnnl_sgemm; bf16 x bf16 -> f32
-// through a matmul primitive (fp32 accumulation), created once per shape and
-// kept, since creating one costs a fraction of a millisecond. On a CPU
-// without AVX-512 oneDNN 2.x has no bf16 matmul: those GEMMs widen A and B to
-// f32 (exactly: a bf16 is the top half of an f32) and run dnnl_sgemm, the
-// same products accumulated in f32, and isa() says so. oneDNN has no f64
+// or bf16 and f16 x f16 -> f16 through a matmul primitive (fp32
+// accumulation), created once per shape and kept, since creating one costs a
+// fraction of a millisecond. Where oneDNN makes no such matmul (bf16 on a
+// CPU without AVX-512; f16 wherever this oneDNN has no f16 kernels) those
+// GEMMs widen A and B to f32 (exactly) and run dnnl_sgemm, the same products
+// accumulated in f32, C rounded once, and isa() says so. oneDNN has no f64
 // GEMM: those go to the next library built in.
 //
 // Debian's oneDNN threads with OpenMP (libgomp). Each thread that calls it
@@ -93,17 +94,30 @@ int isaRank(dnnl_cpu_isa_t isa) {
 using MatmulKey = std::tuple<GemmTypes, bool, bool, int64_t, int64_t, int64_t,
                              int64_t, int64_t, int64_t, double, double>;
 
-/// The bf16 elements of a `rows` x `columns` matrix with leading dim `ld`,
-/// widened into `wide` (leading dim `columns`).
-void widenBf16(const void *matrix, int64_t rows, int64_t columns, int64_t ld,
-               std::vector<float> &wide) {
+/// The 16-bit elements (bf16, or IEEE halves with `half`) of a `rows` x
+/// `columns` matrix with leading dim `ld`, widened into `wide` (leading dim
+/// `columns`).
+void widenHalves(const void *matrix, int64_t rows, int64_t columns, int64_t ld,
+                 bool half, std::vector<float> &wide) {
   wide.resize(static_cast<size_t>(rows * columns));
-  const auto *halves = static_cast<const uint16_t *>(matrix);
+  const auto *bits = static_cast<const uint16_t *>(matrix);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < columns; ++c) {
-      uint32_t bits = static_cast<uint32_t>(halves[r * ld + c]) << 16;
-      std::memcpy(&wide[r * columns + c], &bits, sizeof(float));
-    }
+    for (int64_t c = 0; c < columns; ++c)
+      wide[r * columns + c] = half ? halfToFloat(bits[r * ld + c])
+                                   : bf16ToFloat(bits[r * ld + c]);
+}
+
+/// oneDNN's type of A and B, and of C, in a GEMM of `types` (not F32/F64).
+bool isHalf(GemmTypes types) {
+  return types == GemmTypes::F16 || types == GemmTypes::F16_F32;
+}
+dnnl_data_type_t operandType(GemmTypes types) {
+  return isHalf(types) ? dnnl_f16 : dnnl_bf16;
+}
+dnnl_data_type_t resultType(GemmTypes types) {
+  return types == GemmTypes::BF16_F32 || types == GemmTypes::F16_F32
+             ? dnnl_f32
+             : operandType(types);
 }
 
 struct Matmul {
@@ -141,9 +155,12 @@ public:
   }
   std::string isa() const override {
     std::string isa = isaName(dnnl_get_effective_cpu_isa());
-    if (!hasBf16Matmul())
+    if (!hasMatmul(GemmTypes::BF16_F32))
       isa += "; bf16 widened to f32";
     return isa;
+  }
+  std::string typesNote(GemmTypes types) const override {
+    return isHalf(types) && !hasMatmul(types) ? "widened to f32" : "";
   }
   /// Before 3.11 its JIT f32 GEMM points rsp into a heap buffer (oneDNN
   /// issue #4845): a signal delivered meanwhile corrupts the heap.
@@ -154,8 +171,7 @@ public:
   bool supports(GemmTypes types) const override {
     if (types == GemmTypes::F32)
       return true;
-    return (types == GemmTypes::BF16_F32 || types == GemmTypes::BF16) &&
-           engine_;
+    return types != GemmTypes::F64 && engine_;
   }
   std::string fallbackWarning() const override {
     int cpu = cpuIsaRank();
@@ -188,42 +204,47 @@ public:
     runMatmul(p);
   }
   std::string prepare(const GemmProblem &p) const override {
-    if (p.types == GemmTypes::F32 || p.m <= 0 || p.n <= 0 || !hasBf16Matmul())
+    if (p.types == GemmTypes::F32 || p.m <= 0 || p.n <= 0 ||
+        !hasMatmul(p.types))
       return "";
     const Matmul *found = nullptr;
     return findMatmul(p, found);
   }
 
 private:
-  /// Whether oneDNN makes bf16 matmuls on this CPU (it needs AVX-512),
-  /// tried once on a small one.
-  bool hasBf16Matmul() const {
+  /// Whether oneDNN makes matmuls of 16-bit `types` on this CPU (bf16 needs
+  /// AVX-512, f16 AVX512-FP16 and a oneDNN that knows it), tried once on a
+  /// small one for bf16 and once for f16.
+  bool hasMatmul(GemmTypes types) const {
     std::call_once(probed_, [&] {
       if (!engine_)
         return;
       GemmProblem probe;
-      probe.types = GemmTypes::BF16_F32;
       probe.m = probe.n = probe.k = 2;
       probe.lda = probe.ldb = probe.ldc = 2;
       const Matmul *found = nullptr;
+      probe.types = GemmTypes::BF16_F32;
       bf16Matmul_ = findMatmul(probe, found).empty();
+      probe.types = GemmTypes::F16;
+      f16Matmul_ = findMatmul(probe, found).empty();
     });
-    return bf16Matmul_;
+    return isHalf(types) ? f16Matmul_ : bf16Matmul_;
   }
 
-  /// bf16 x bf16 -> f32 or bf16 as an f32 GEMM of the widened operands
-  /// (and of C widened, and rounded back, for a bf16 C).
+  /// bf16 x bf16 -> f32 or bf16, or f16 x f16 -> f16, as an f32 GEMM of the
+  /// widened operands (and of C widened, and rounded back, for a 16-bit C).
   void runWidened(const GemmProblem &p) const {
     thread_local std::vector<float> a, b, c;
     int64_t aRows = p.transposeA ? p.k : p.m,
             aColumns = p.transposeA ? p.m : p.k;
     int64_t bRows = p.transposeB ? p.n : p.k,
             bColumns = p.transposeB ? p.k : p.n;
-    widenBf16(p.a, aRows, aColumns, p.lda, a);
-    widenBf16(p.b, bRows, bColumns, p.ldb, b);
-    bool narrowC = p.types == GemmTypes::BF16;
+    bool half = isHalf(p.types);
+    widenHalves(p.a, aRows, aColumns, p.lda, half, a);
+    widenHalves(p.b, bRows, bColumns, p.ldb, half, b);
+    bool narrowC = p.types == GemmTypes::BF16 || p.types == GemmTypes::F16;
     if (narrowC)
-      widenBf16(p.c, p.m, p.n, p.ldc, c);
+      widenHalves(p.c, p.m, p.n, p.ldc, half, c);
     float *target = narrowC ? c.data() : static_cast<float *>(p.c);
     int64_t ldTarget = narrowC ? p.n : p.ldc;
     check(dnnl_sgemm(p.transposeA ? 'T' : 'N', p.transposeB ? 'T' : 'N', p.m,
@@ -231,12 +252,14 @@ private:
                      std::max<int64_t>(aColumns, 1), b.data(),
                      std::max<int64_t>(bColumns, 1), static_cast<float>(p.beta),
                      target, std::max<int64_t>(ldTarget, 1)),
-          "dnnl_sgemm (bf16 widened)");
+          "dnnl_sgemm (16-bit widened)");
     if (narrowC)
       for (int64_t r = 0; r < p.m; ++r)
-        for (int64_t col = 0; col < p.n; ++col)
+        for (int64_t col = 0; col < p.n; ++col) {
+          float value = c[r * p.n + col];
           static_cast<uint16_t *>(p.c)[r * p.ldc + col] =
-              floatToBf16(c[r * p.n + col]);
+              half ? floatToHalf(value) : floatToBf16(value);
+        }
   }
 
   /// Aborts on a failed call while a step runs: prepare() created every
@@ -266,15 +289,14 @@ private:
     dnnl_dims_t aStrides = {p.transposeA ? 1 : p.lda, p.transposeA ? p.lda : 1};
     dnnl_dims_t bStrides = {p.transposeB ? 1 : p.ldb, p.transposeB ? p.ldb : 1};
     dnnl_dims_t cStrides = {p.ldc, 1};
-    check(dnnl_memory_desc_init_by_strides(&matmul.a, 2, aDims, dnnl_bf16,
-                                           aStrides),
+    check(dnnl_memory_desc_init_by_strides(&matmul.a, 2, aDims,
+                                           operandType(p.types), aStrides),
           "dnnl_memory_desc_init_by_strides");
-    check(dnnl_memory_desc_init_by_strides(&matmul.b, 2, bDims, dnnl_bf16,
-                                           bStrides),
+    check(dnnl_memory_desc_init_by_strides(&matmul.b, 2, bDims,
+                                           operandType(p.types), bStrides),
           "dnnl_memory_desc_init_by_strides");
-    check(dnnl_memory_desc_init_by_strides(
-              &matmul.c, 2, cDims,
-              p.types == GemmTypes::BF16 ? dnnl_bf16 : dnnl_f32, cStrides),
+    check(dnnl_memory_desc_init_by_strides(&matmul.c, 2, cDims,
+                                           resultType(p.types), cStrides),
           "dnnl_memory_desc_init_by_strides");
     dnnl_matmul_desc_t desc;
     check(
@@ -305,7 +327,8 @@ private:
       if (postOps)
         dnnl_post_ops_destroy(postOps);
       dnnl_primitive_attr_destroy(attr);
-      return "oneDNN has no bf16 matmul for " + std::to_string(p.m) + "x" +
+      return std::string("oneDNN has no ") + gemmTypesName(p.types) +
+             " matmul for " + std::to_string(p.m) + "x" +
              std::to_string(p.n) + "x" + std::to_string(p.k) + " (status " +
              std::to_string(static_cast<int>(created)) + ")";
     }
@@ -323,7 +346,7 @@ private:
   }
 
   void runMatmul(const GemmProblem &p) const {
-    if (!hasBf16Matmul()) {
+    if (!hasMatmul(p.types)) {
       runWidened(p);
       return;
     }
@@ -357,7 +380,7 @@ private:
                               {DNNL_ARG_DST, c},
                               {DNNL_ARG_SCRATCHPAD, pad}};
     check(dnnl_primitive_execute(matmul.primitive, stream.stream, 4, args),
-          "dnnl_primitive_execute (bf16 matmul)");
+          "dnnl_primitive_execute (16-bit matmul)");
     check(dnnl_stream_wait(stream.stream), "dnnl_stream_wait");
     dnnl_memory_destroy(a);
     dnnl_memory_destroy(b);
@@ -367,7 +390,7 @@ private:
 
   dnnl_engine_t engine_ = nullptr;
   mutable std::once_flag probed_;
-  mutable bool bf16Matmul_ = false;
+  mutable bool bf16Matmul_ = false, f16Matmul_ = false;
   mutable std::mutex mutex_;
   mutable std::map<MatmulKey, Matmul> matmuls_;
 };

@@ -90,6 +90,10 @@ public:
       return multiply<uint16_t, float>(problem);
     case GemmTypes::BF16:
       return multiply<uint16_t, float, uint16_t>(problem);
+    case GemmTypes::F16_F32:
+      return multiply<Half, float>(problem);
+    case GemmTypes::F16:
+      return multiply<Half, float, Half>(problem);
     }
   }
 };

@@ -100,6 +100,8 @@ int getDataType(plan::DType dtype) {
     return lt::kR64F;
   case plan::DType::BF16:
     return lt::kR16BF;
+  case plan::DType::F16:
+    return lt::kR16F;
   default:
     return -1;
   }
@@ -131,22 +133,24 @@ std::string CublasLt::prepare(const plan::GemmCall &call, size_t workspaceBytes,
                               std::unique_ptr<LtGemm> &gemm) const {
   int abType = getDataType(call.ab_dtype()), cType = getDataType(call.dtype());
   bool f64 = call.dtype() == plan::DType::F64;
-  // f32, f64, and bf16 x bf16 -> f32 or bf16 (f32 accumulation and scale).
+  // f32, f64, and bf16 x bf16 or f16 x f16 -> f32 or the operands' type
+  // (f32 accumulation and scale).
+  bool halfC = cType == lt::kR16BF || cType == lt::kR16F;
   bool typesOk = abType >= 0 && cType >= 0 &&
                  (f64 ? abType == lt::kR64F : abType != lt::kR64F) &&
-                 (cType != lt::kR16BF || abType == lt::kR16BF);
+                 (!halfC || abType == cType);
   if (!typesOk)
     return std::string("cuBLASLt: a GEMM of ") +
            plan::EnumNameDType(call.ab_dtype()) + " x " +
            plan::EnumNameDType(call.ab_dtype()) + " -> " +
            plan::EnumNameDType(call.dtype()) +
-           " (the cuda device computes f32, f64 and bf16 x bf16 -> f32 or "
-           "bf16)";
-  if (cType == lt::kR16BF && call.epilogue() != plan::GemmEpilogue::None)
+           " (the cuda device computes f32, f64, and bf16 x bf16 or f16 x "
+           "f16 -> f32 or the operands' type)";
+  if (halfC && call.epilogue() != plan::GemmEpilogue::None)
     return std::string("cuBLASLt: the epilogue ") +
            plan::EnumNameGemmEpilogue(call.epilogue()) +
-           " of a GEMM with a bf16 C (the compiler folds epilogues into f32 "
-           "GEMMs only)";
+           " of a GEMM with a 16-bit C (the compiler folds epilogues into "
+           "f32 GEMMs only)";
   std::unique_ptr<LtGemm> made(new LtGemm(api_));
   made->scaleType_ = f64 ? lt::kR64F : lt::kR32F;
   made->alpha_ = call.alpha();

@@ -34,7 +34,7 @@ namespace lt {
 using Status = int;
 constexpr Status kSuccess = 0;
 constexpr Status kNotSupported = 15;
-constexpr int kR32F = 0, kR64F = 1, kR16BF = 14;
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 constexpr int kCompute32F = 68, kCompute64F = 70;
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
