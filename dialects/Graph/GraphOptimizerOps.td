@@ -77,6 +77,39 @@ def Graph_ClipScaleOp : Graph_Op<"clip_scale", [Pure,
   let hasVerifier = 1;
 }
 
+def Graph_LossScaleUpdateOp : Graph_Op<"loss_scale_update", [Pure,
+    Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
+    AllTypesMatch<["norm", "scale", "good_steps", "new_scale",
+                   "new_good_steps", "skip"]>,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+  let summary = "Dynamic loss scaling: skip on overflow, back off, grow.";
+  let description = [{
+    `norm` is the global norm of the gradients of the scaled loss. If it is
+    not finite (an inf or NaN gradient element, or squares beyond the
+    type's range), the step is skipped: `skip` = 1, `new_scale = scale *
+    backoff`, `new_good_steps = 0`. Otherwise `skip` = 0 and the count of
+    clean steps grows by one; when it reaches `interval` the scale grows,
+    `new_scale = scale * growth` (kept as it was if that is not finite), and
+    the count restarts at 0. PyTorch's GradScaler does the same with its
+    defaults growth 2, backoff 0.5, interval 2000. The update ops take
+    `skip` and then leave parameters and state as they were.
+    ```mlir
+    %s1, %n1, %skip = graph.loss_scale_update %norm, %s, %n {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 2000 : i64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Graph_ScalarFloatTensor:$norm,
+                       Graph_ScalarFloatTensor:$scale,
+                       Graph_ScalarFloatTensor:$good_steps,
+                       F64Attr:$growth, F64Attr:$backoff, I64Attr:$interval);
+  let results = (outs Graph_ScalarFloatTensor:$new_scale,
+                      Graph_ScalarFloatTensor:$new_good_steps,
+                      Graph_ScalarFloatTensor:$skip);
+  let assemblyFormat = [{
+    $norm `,` $scale `,` $good_steps attr-dict `:` type($norm)
+  }];
+  let hasVerifier = 1;
+}
+
 class Graph_UpdateOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure,
     Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
@@ -88,7 +121,10 @@ def Graph_SgdUpdateOp : Graph_UpdateOp<"sgd_update",
   let summary = "SGD: p' = p - lr (g s + wd p).";
   let description = [{
     `g` is the gradient and `s` the `grad_scale` scalar (the clipping factor,
-    or 1); `lr` is a scalar. Weight decay is L2, as in PyTorch's SGD.
+    or 1); `lr` is a scalar. Weight decay is L2, as in PyTorch's SGD. Every
+    update op takes an optional `skip` scalar (of `lr`'s type): when it is
+    not 0, the results are the parameter and state as they were (a step
+    that dynamic loss scaling skips).
     ```mlir
     %p1 = graph.sgd_update %p, %g, %lr, %s {weight_decay = 0.0 : f64} : tensor<4x8xf32>, tensor<f32>
     ```
@@ -96,11 +132,12 @@ def Graph_SgdUpdateOp : Graph_UpdateOp<"sgd_update",
   let arguments = (ins Graph_FloatTensor:$param, Graph_FloatTensor:$grad,
                        Graph_ScalarFloatTensor:$lr,
                        Graph_ScalarFloatTensor:$grad_scale,
-                       F64Attr:$weight_decay);
+                       F64Attr:$weight_decay,
+                       Optional<Graph_ScalarFloatTensor>:$skip);
   let results = (outs Graph_FloatTensor:$new_param);
   let assemblyFormat = [{
-    $param `,` $grad `,` $lr `,` $grad_scale attr-dict `:` type($param) `,`
-    type($lr)
+    $param `,` $grad `,` $lr `,` $grad_scale (`skip` $skip^)? attr-dict `:`
+    type($param) `,` type($lr) (`,` type($skip)^)?
   }];
   let hasVerifier = 1;
 }
@@ -121,12 +158,13 @@ def Graph_MomentumUpdateOp : Graph_UpdateOp<"momentum_update",
                        Graph_ScalarFloatTensor:$lr,
                        Graph_ScalarFloatTensor:$grad_scale,
                        F64Attr:$momentum, F64Attr:$weight_decay,
-                       UnitAttr:$nesterov);
+                       UnitAttr:$nesterov,
+                       Optional<Graph_ScalarFloatTensor>:$skip);
   let results = (outs Graph_FloatTensor:$new_param,
                       Graph_FloatTensor:$new_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $buffer `,` $lr `,` $grad_scale attr-dict `:`
-    type($param) `,` type($lr)
+    $param `,` $grad `,` $buffer `,` $lr `,` $grad_scale (`skip` $skip^)?
+    attr-dict `:` type($param) `,` type($lr) (`,` type($skip)^)?
   }];
   let hasVerifier = 1;
 }
@@ -149,12 +187,14 @@ def Graph_AdamWUpdateOp : Graph_UpdateOp<"adamw_update",
                        Graph_ScalarFloatTensor:$step,
                        Graph_ScalarFloatTensor:$grad_scale,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
-                       F64Attr:$weight_decay);
+                       F64Attr:$weight_decay,
+                       Optional<Graph_ScalarFloatTensor>:$skip);
   let results = (outs Graph_FloatTensor:$new_param, Graph_FloatTensor:$new_m,
                       Graph_FloatTensor:$new_v);
   let assemblyFormat = [{
-    $param `,` $grad `,` $m `,` $v `,` $lr `,` $step `,` $grad_scale attr-dict
-    `:` type($param) `,` type($lr)
+    $param `,` $grad `,` $m `,` $v `,` $lr `,` $step `,` $grad_scale
+    (`skip` $skip^)? attr-dict `:` type($param) `,` type($lr)
+    (`,` type($skip)^)?
   }];
   let hasVerifier = 1;
 }

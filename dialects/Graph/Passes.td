@@ -47,10 +47,22 @@ def GraphTrainStep : Pass<"graph-train-step", "::mlir::ModuleOp"> {
     `@accumulate_step` (forward and backward of a micro-batch, gradients added
     into `<param>.grad_acc` accumulators) and `@apply_step` (the update with
     the accumulators' mean, which it then resets).
+
+    With `precision = fp16` (train block or option) the step scales the
+    loss dynamically: the backward starts from the scale
+    (`loss_scale.scale`, the train block's `loss_scale = dynamic(init=...,
+    interval=...)`, 65536 and 2000 by default), `graph.loss_scale_update`
+    skips a step whose scaled gradients are not finite and halves the scale,
+    or doubles it after `interval` clean steps, and the updates unscale the
+    gradients. A `loss_scale` with another precision is an error at its
+    line.
   }];
   let options = [
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"0",
            "Micro-batches per step; 0 keeps the train block's setting">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"\"",
+           "fp32, bf16 or fp16 (fp16 scales the loss); empty keeps the "
+           "train block's">,
   ];
   let dependentDialects = ["::kiln::graph::GraphDialect",
                            "::mlir::func::FuncDialect"];

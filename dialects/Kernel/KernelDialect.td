@@ -45,7 +45,8 @@ def Kernel_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Argument attributes of `kernel.entry`: the buffer's name, its kind
-    /// (#kernel.kind<...>) and, for parameters, the graph.init dictionary.
+    /// (#kernel.kind<...>) and, for parameters and optimizer state, the
+    /// graph.init dictionary.
     static constexpr ::llvm::StringLiteral kNameAttr = "kernel.name";
     static constexpr ::llvm::StringLiteral kKindAttr = "kernel.kind";
     static constexpr ::llvm::StringLiteral kInitAttr = "kernel.init";

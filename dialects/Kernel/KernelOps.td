@@ -79,7 +79,7 @@ def Kernel_EntryOp : Kernel_Op<"entry", [FunctionOpInterface, IsolatedFromAbove]
   let description = [{
     Every argument is a buffer the runtime binds: its `kernel.name`, its
     `kernel.kind` (`#kernel.kind<param>`, `input`, `output`, `rng_state`,
-    `status`, ...) and, for parameters, `kernel.init` (a `graph.init`
+    `status`, ...) and, for parameters and optimizer state, `kernel.init` (a `graph.init`
     dictionary). Entries have no results: outputs are `output` buffers the
     body writes. The body is a straight-line sequence of entry-level ops in
     the order the runtime runs them.

@@ -65,9 +65,17 @@ static const Constructor kSchedules[] = {
      {{"warmup", ArgKind::Count, 0.0}, {"final", ArgKind::Fraction, 0.0}}},
 };
 
-static const StringRef kTrainKeys[] = {"optimizer",  "schedule", "steps",
-                                       "batch_seed", "seed",     "accumulate",
-                                       "precision",  "memory",   "eval_every"};
+/// fp16's dynamic loss scaling: the initial scale and the clean steps after
+/// which it doubles (PyTorch GradScaler's defaults).
+static const Constructor kLossScales[] = {
+    {"dynamic",
+     {{"init", ArgKind::PositiveNumber, 65536.0},
+      {"interval", ArgKind::Count, 2000.0}}},
+};
+
+static const StringRef kTrainKeys[] = {
+    "optimizer", "schedule",  "steps",  "batch_seed", "seed",
+    "accumulate", "precision", "memory", "eval_every", "loss_scale"};
 
 /// Validates one constructor call (or a bare name for one without required
 /// arguments) against `choices`.
@@ -217,6 +225,19 @@ ModelEmitter::emitTrainBlock(const ast::TrainDecl &train) {
       if (failed(dict))
         return failure();
       attr = *dict;
+    } else if (key == "loss_scale") {
+      FailureOr<DictionaryAttr> dict =
+          emitConstructor(*this, valueExpr, kLossScales, "loss scaling");
+      if (failed(dict))
+        return failure();
+      auto interval = dict->getAs<IntegerAttr>("interval");
+      if (interval && interval.getInt() < 1)
+        return error(valueExpr.getLoc(),
+                     "loss_scale's interval must be at least 1");
+      attr = *dict;
+      // Where it was set, for a step that does not scale its loss.
+      fields.push_back(builder.getNamedAttr(
+          "loss_scale_loc", LocationAttr(getLoc(valueExpr.getLoc()))));
     } else if (key == "precision") {
       auto *word = dyn_cast<ast::NameExpr>(&valueExpr);
       static const StringRef precisions[] = {"fp32", "bf16", "fp16"};

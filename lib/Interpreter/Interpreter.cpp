@@ -224,7 +224,7 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             return bindResults(op, evaluateGradOp(op, operandTensors(op)));
           })
       .Case<graph::LrScheduleOp, graph::GlobalNormOp, graph::ClipScaleOp,
-            graph::SgdUpdateOp, graph::MomentumUpdateOp,
+            graph::LossScaleUpdateOp, graph::SgdUpdateOp, graph::MomentumUpdateOp,
             graph::AdamWUpdateOp>([&](auto) {
         return bindResults(op, evaluateOptimizerOp(op, operandTensors(op)));
       })

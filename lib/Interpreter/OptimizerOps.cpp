@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -102,6 +103,20 @@ static void updateAdamW(graph::AdamWUpdateOp op, const Tensor &p,
   }
 }
 
+/// Dynamic loss scaling's next (scale, good steps, skip) after a step whose
+/// scaled gradients have global norm `norm`.
+template <typename T>
+static std::array<T, 3> updateLossScale(graph::LossScaleUpdateOp op, T norm,
+                                        T scale, T goodSteps) {
+  if (!std::isfinite(norm))
+    return {scale * T(op.getBackoff().convertToDouble()), T(0), T(1)};
+  T clean = goodSteps + T(1);
+  if (clean < T(op.getInterval()))
+    return {scale, clean, T(0)};
+  T grown = scale * T(op.getGrowth().convertToDouble());
+  return {std::isfinite(grown) ? grown : scale, T(0), T(0)};
+}
+
 /// Makes the results of `op`, failing with its location.
 static llvm::Expected<SmallVector<Tensor>> makeResults(Operation *op) {
   SmallVector<Tensor> results;
@@ -111,6 +126,21 @@ static llvm::Expected<SmallVector<Tensor>> makeResults(Operation *op) {
       return result.takeError();
     results.push_back(std::move(*result));
   }
+  return results;
+}
+
+/// Whether update `op` skips: its `skip` operand is present and not 0.
+static bool skipsUpdate(ArrayRef<const Tensor *> operands, Value skip) {
+  return skip && operands.back()->getDouble(0) != 0.0;
+}
+
+/// The results of a skipped update: copies of the operands it would have
+/// updated (`kept`, in result order).
+static llvm::Expected<SmallVector<Tensor>>
+keepOperands(ArrayRef<const Tensor *> operands, ArrayRef<unsigned> kept) {
+  SmallVector<Tensor> results;
+  for (unsigned index : kept)
+    results.push_back(*operands[index]);
   return results;
 }
 
@@ -160,7 +190,22 @@ eval::evaluateOptimizerOp(Operation *op, ArrayRef<const Tensor *> operands) {
         result->roundToElementType();
         return single(std::move(result));
       })
+      .Case([&](graph::LossScaleUpdateOp update) -> Result {
+        Result results = makeResults(op);
+        if (!results)
+          return results;
+        dispatchFloat((*results)[0].getElementType(), [&](auto zero) {
+          using T = decltype(zero);
+          std::array<T, 3> next = updateLossScale<T>(
+              update, T(scalar(0)), T(scalar(1)), T(scalar(2)));
+          for (unsigned i = 0; i < 3; ++i)
+            (*results)[i].setDouble(0, double(next[i]));
+        });
+        return results;
+      })
       .Case([&](graph::SgdUpdateOp update) -> Result {
+        if (skipsUpdate(operands, update.getSkip()))
+          return keepOperands(operands, {0});
         Result results = makeResults(op);
         if (!results)
           return results;
@@ -172,6 +217,8 @@ eval::evaluateOptimizerOp(Operation *op, ArrayRef<const Tensor *> operands) {
         return results;
       })
       .Case([&](graph::MomentumUpdateOp update) -> Result {
+        if (skipsUpdate(operands, update.getSkip()))
+          return keepOperands(operands, {0, 2});
         Result results = makeResults(op);
         if (!results)
           return results;
@@ -184,6 +231,8 @@ eval::evaluateOptimizerOp(Operation *op, ArrayRef<const Tensor *> operands) {
         return results;
       })
       .Case([&](graph::AdamWUpdateOp update) -> Result {
+        if (skipsUpdate(operands, update.getSkip()))
+          return keepOperands(operands, {0, 2, 3});
         Result results = makeResults(op);
         if (!results)
           return results;

@@ -79,7 +79,9 @@ void kiln::addTrainingPasses(OpPassManager &pm, const CompileOptions &options) {
     // The logits padded before the train step too: autodiff derives the
     // padded backward (and the weight gradient's slice).
     pm.addPass(graph::createGraphPadLogits({target->getLogitsAlignment()}));
-    pm.addPass(graph::createGraphTrainStep());
+    graph::GraphTrainStepOptions trainStep;
+    trainStep.precision = options.precision;
+    pm.addPass(graph::createGraphTrainStep(trainStep));
   }
   // The precision policy over every entry (forward, backward, optimizer),
   // before the kernel passes fuse its casts. Checked against what the

@@ -49,3 +49,24 @@ module {
     return
   }
 }
+
+// -----
+
+// loss_scale without fp16 would be ignored: it is refused where it was set.
+// expected-error @+1 {{loss_scale applies to precision = fp16 only (this step trains in fp32)}}
+module attributes {graph.train = {optimizer = {name = "sgd", lr = 0.1 : f64}, loss_scale = {name = "dynamic", init = 8.0 : f64, interval = 2 : i64}}} {
+  func.func @forward(%w: tensor<2xf32> {graph.param = "w", graph.init = {kind = "zeros"}}) -> (tensor<f32> {graph.output = "loss", graph.loss}) {
+    %0 = graph.reduce sum %w {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{loss_scale needs init > 0 and interval >= 1}}
+module attributes {graph.train = {optimizer = {name = "sgd", lr = 0.1 : f64}, precision = "fp16", loss_scale = {name = "dynamic", init = 8.0 : f64, interval = 0 : i64}}} {
+  func.func @forward(%w: tensor<2xf32> {graph.param = "w", graph.init = {kind = "zeros"}}) -> (tensor<f32> {graph.output = "loss", graph.loss}) {
+    %0 = graph.reduce sum %w {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}

@@ -74,6 +74,41 @@ TEST_P(HostCodegenTrainOpsTest, MatchesInterpreter) {
 #define PARAM(NAME, TYPE) "%" NAME ": " TYPE " {graph.param = \"" NAME "\"}"
 #define STATE(NAME, TYPE) "%" NAME ": " TYPE " {graph.state = \"" NAME "\"}"
 
+/// fp16's training step around the updates: the gradients of a scaled loss
+/// (times 1 / `bad`), their norm deciding the skip, unscaled by the updates'
+/// grad_scale, written in place.
+static const char kLossScaledEntry[] = R"(
+func.func @train_step(%w: tensor<3x700x$T> {graph.param = "w"}, %c: tensor<9x$T> {graph.param = "c"},
+                      %gw: tensor<3x700x$T> {graph.input = "gw"}, %gc: tensor<9x$T> {graph.input = "gc"},
+                      %bad: tensor<$T> {graph.input = "bad"},
+                      %w.adam_m: tensor<3x700x$T> {graph.state = "w.adam_m"},
+                      %w.adam_v: tensor<3x700x$T> {graph.state = "w.adam_v"},
+                      %c.momentum: tensor<9x$T> {graph.state = "c.momentum"},
+                      %scale: tensor<$T> {graph.state = "loss_scale.scale"},
+                      %good: tensor<$T> {graph.state = "loss_scale.good_steps"},
+                      %optimizer.step: tensor<$T> {graph.state = "optimizer.step"})
+    -> (tensor<$T> {graph.output = "skipped"}, tensor<$T> {graph.output = "loss_scale"},
+        tensor<3x700x$T> {graph.update = "w"}, tensor<9x$T> {graph.update = "c"},
+        tensor<3x700x$T> {graph.update = "w.adam_m"}, tensor<3x700x$T> {graph.update = "w.adam_v"},
+        tensor<9x$T> {graph.update = "c.momentum"}, tensor<$T> {graph.update = "loss_scale.scale"},
+        tensor<$T> {graph.update = "loss_scale.good_steps"}, tensor<$T> {graph.update = "optimizer.step"}) {
+  %one = graph.constant dense<1.0> : tensor<$T>
+  %factor = graph.div %one, %bad : tensor<$T>
+  %fw = graph.broadcast %factor : tensor<$T> -> tensor<3x700x$T>
+  %gw2 = graph.mul %gw, %fw : tensor<3x700x$T>
+  %t = graph.add %optimizer.step, %one : tensor<$T>
+  %lr = graph.lr_schedule constant %t {lr = 1.0e-2 : f64, warmup = 0 : i64, total = 20 : i64, final = 0.0 : f64} : tensor<$T>
+  %n = graph.global_norm %gw2, %gc : (tensor<3x700x$T>, tensor<9x$T>) -> tensor<$T>
+  %unscale = graph.div %one, %scale : tensor<$T>
+  %ls:3 = graph.loss_scale_update %n, %scale, %good {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 4 : i64} : tensor<$T>
+  %u:3 = graph.adamw_update %w, %gw2, %w.adam_m, %w.adam_v, %lr, %t, %unscale skip %ls#2 {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64} : tensor<3x700x$T>, tensor<$T>, tensor<$T>
+  %k:2 = graph.momentum_update %c, %gc, %c.momentum, %lr, %unscale skip %ls#2 {momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<9x$T>, tensor<$T>, tensor<$T>
+  %t2 = graph.sub %t, %ls#2 : tensor<$T>
+  return %ls#2, %ls#0, %u#0, %k#0, %u#1, %u#2, %k#1, %ls#0, %ls#1, %t2
+      : tensor<$T>, tensor<$T>, tensor<3x700x$T>, tensor<9x$T>, tensor<3x700x$T>, tensor<3x700x$T>,
+        tensor<9x$T>, tensor<$T>, tensor<$T>, tensor<$T>
+})";
+
 static const TrainOpCase
     kTrainOpCases[] =
         {
@@ -856,6 +891,39 @@ static const TrainOpCase
                                                                                                                                                                             "  return %lr, %n, %u#0, %k#0, %u#1, %u#2, %k#1, %t : tensor<$T>, tensor<$T>, tensor<3x700x$T>, tensor<9x$T>, "
                                                                                                                                                                             "tensor<3x700x$T>, tensor<3x700x$T>, tensor<9x$T>, tensor<$T>\n}",
              {{"optimizer.step", {0.0, 5.0}}, {"w.adam_v", {0.0, 1.0}}},
+             "train_step",
+             "train_step"},
+            // Dynamic loss scaling's three outcomes: a clean step (the count
+            // grows), an overflow (inf norm: back off, skip) and a clean step
+            // at the interval (the scale grows, the count restarts).
+            {"loss_scale_update", R"(
+func.func @forward(%n: tensor<$T> {graph.input = "n"}, %s: tensor<$T> {graph.input = "s"},
+                   %c: tensor<$T> {graph.input = "c"})
+    -> (tensor<$T> {graph.output = "a0"}, tensor<$T> {graph.output = "a1"}, tensor<$T> {graph.output = "a2"},
+        tensor<$T> {graph.output = "b0"}, tensor<$T> {graph.output = "b1"}, tensor<$T> {graph.output = "b2"},
+        tensor<$T> {graph.output = "d0"}, tensor<$T> {graph.output = "d1"}, tensor<$T> {graph.output = "d2"}) {
+  %zero = graph.constant dense<0.0> : tensor<$T>
+  %one = graph.constant dense<1.0> : tensor<$T>
+  %two = graph.constant dense<2.0> : tensor<$T>
+  %inf = graph.div %one, %zero : tensor<$T>
+  %a:3 = graph.loss_scale_update %n, %s, %c {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 1000 : i64} : tensor<$T>
+  %b:3 = graph.loss_scale_update %inf, %s, %c {growth = 2.0 : f64, backoff = 0.25 : f64, interval = 1000 : i64} : tensor<$T>
+  %d:3 = graph.loss_scale_update %n, %s, %two {growth = 4.0 : f64, backoff = 0.5 : f64, interval = 3 : i64} : tensor<$T>
+  return %a#0, %a#1, %a#2, %b#0, %b#1, %b#2, %d#0, %d#1, %d#2
+      : tensor<$T>, tensor<$T>, tensor<$T>, tensor<$T>, tensor<$T>, tensor<$T>, tensor<$T>, tensor<$T>, tensor<$T>
+})",
+             {{"n", {0.1, 10.0}}, {"s", {1.0, 65536.0}}, {"c", {0.0, 900.0}}}},
+            // fp16's training entry, in place, clean (bad = 1) and overflowing
+            // (bad = 0: the gradients times inf): the overflowing one skips,
+            // and every parameter and state must come back as it was.
+            {"train_entry_loss_scaled", kLossScaledEntry,
+             {{"optimizer.step", {0.0, 5.0}}, {"w.adam_v", {0.0, 1.0}},
+              {"scale", {1.0, 1024.0}}, {"good", {0.0, 3.0}}, {"bad", {1.0, 1.0}}},
+             "train_step",
+             "train_step"},
+            {"train_entry_loss_scaled_skip", kLossScaledEntry,
+             {{"optimizer.step", {0.0, 5.0}}, {"w.adam_v", {0.0, 1.0}},
+              {"scale", {1.0, 1024.0}}, {"good", {0.0, 3.0}}, {"bad", {0.0, 0.0}}},
              "train_step",
              "train_step"},
             // An update whose parameter is read after it: the new value goes to

@@ -149,3 +149,66 @@ func.func @forward(%p: tensor<1xf32>, %g: tensor<1xf32>, %z: tensor<1xf32>, %lr:
 }
 
 } // namespace
+
+TEST_F(InterpreterOptimizerTest, LossScaleBacksOffGrowsAndCounts) {
+  // Scale 8 after 2 clean steps, interval 3: a finite norm is the third clean
+  // step, so the scale doubles to 16 and the count restarts; an infinite or
+  // NaN norm halves it to 4, resets the count and skips; with 1 clean step
+  // the count only grows. A scale whose growth overflows stays.
+  const char *source = R"(
+func.func @forward(%n: tensor<f64>, %s: tensor<f64>, %c: tensor<f64>) -> (tensor<f64>, tensor<f64>, tensor<f64>) {
+  %r:3 = graph.loss_scale_update %n, %s, %c {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 3 : i64} : tensor<f64>
+  return %r#0, %r#1, %r#2 : tensor<f64>, tensor<f64>, tensor<f64>
+})";
+  auto update = [&](double norm, double scale, double count) {
+    std::vector<Tensor> results =
+        run(source, {f64({}, {norm}), f64({}, {scale}), f64({}, {count})});
+    std::vector<double> values;
+    for (const Tensor &result : results)
+      values.push_back(result.getDouble(0));
+    return values;
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(update(3.0, 8.0, 2.0), (std::vector<double>{16.0, 0.0, 0.0}));
+  EXPECT_EQ(update(inf, 8.0, 2.0), (std::vector<double>{4.0, 0.0, 1.0}));
+  EXPECT_EQ(update(std::nan(""), 8.0, 1.0),
+            (std::vector<double>{4.0, 0.0, 1.0}));
+  EXPECT_EQ(update(3.0, 8.0, 1.0), (std::vector<double>{8.0, 2.0, 0.0}));
+  double largest = std::numeric_limits<double>::max();
+  EXPECT_EQ(update(3.0, largest, 2.0),
+            (std::vector<double>{largest, 0.0, 0.0}));
+}
+
+TEST_F(InterpreterOptimizerTest, SkippedUpdatesKeepParameterAndState) {
+  // skip = 1: AdamW and momentum return their parameter and state as they
+  // were, even with an infinite gradient; skip = 0 updates as usual.
+  const char *source = R"(
+func.func @forward(%p: tensor<2xf64>, %g: tensor<2xf64>, %m: tensor<2xf64>, %v: tensor<2xf64>, %skip: tensor<f64>)
+    -> (tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>) {
+  %lr = graph.constant dense<0.1> : tensor<f64>
+  %one = graph.constant dense<1.0> : tensor<f64>
+  %a:3 = graph.adamw_update %p, %g, %m, %v, %lr, %one, %one skip %skip {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64} : tensor<2xf64>, tensor<f64>, tensor<f64>
+  %b:2 = graph.momentum_update %p, %g, %m, %lr, %one skip %skip {momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<2xf64>, tensor<f64>, tensor<f64>
+  return %a#0, %a#1, %a#2, %b#0, %b#1 : tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>
+})";
+  double inf = std::numeric_limits<double>::infinity();
+  std::vector<Tensor> skipped =
+      run(source, {f64({2}, {1.0, -2.0}), f64({2}, {inf, 0.5}),
+                   f64({2}, {0.25, 0.5}), f64({2}, {0.125, 2.0}),
+                   f64({}, {1.0})});
+  ASSERT_EQ(skipped.size(), 5u);
+  const std::vector<double> kept[] = {
+      {1.0, -2.0}, {0.25, 0.5}, {0.125, 2.0}, {1.0, -2.0}, {0.25, 0.5}};
+  for (size_t i = 0; i < 5; ++i)
+    for (int64_t e = 0; e < 2; ++e)
+      EXPECT_EQ(skipped[i].getDouble(e), kept[i][e]) << "result " << i;
+  std::vector<Tensor> updated =
+      run(source, {f64({2}, {1.0, -2.0}), f64({2}, {1.0, 0.5}),
+                   f64({2}, {0.25, 0.5}), f64({2}, {0.125, 2.0}),
+                   f64({}, {0.0})});
+  ASSERT_EQ(updated.size(), 5u);
+  // Momentum: b' = 0.9 * 0.25 + 1 = 1.225, p' = 1 - 0.1 * 1.225 = 0.8775.
+  EXPECT_DOUBLE_EQ(updated[4].getDouble(0), 1.225);
+  EXPECT_DOUBLE_EQ(updated[3].getDouble(0), 0.8775);
+  EXPECT_NE(updated[0].getDouble(0), 1.0);
+}

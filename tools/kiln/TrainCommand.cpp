@@ -35,6 +35,13 @@ cl::SubCommand kiln::cli::trainCommand(
     "train", "Train a model on the CPU from .npy arrays or a token file");
 
 static cl::OptionCategory &category = kiln::cli::optionCategory;
+
+/// `65536`, `1.25e+29`: a number as people write it.
+static std::string shortNumber(double value) {
+  std::string text;
+  raw_string_ostream(text) << format("%g", value);
+  return text;
+}
 #define TRAIN_OPTION cl::sub(kiln::cli::trainCommand), cl::cat(category)
 
 static cl::opt<std::string> trainModel(cl::Positional, cl::Required,
@@ -55,7 +62,8 @@ static cl::opt<std::string> evalTokenFile("eval-tokens",
                                           cl::value_desc("FILE"), TRAIN_OPTION);
 static cl::opt<int64_t> stepsOption("steps",
                                     cl::desc("Optimizer steps (default: the "
-                                             "train block's)"),
+                                             "train block's; 0 with --save "
+                                             "writes the initial weights)"),
                                     TRAIN_OPTION);
 static cl::opt<std::string> trainMemoryBudget(
     "memory-budget",
@@ -244,8 +252,14 @@ int kiln::cli::runTrain() {
     fail("--device " + device + ": " + kiln_last_error());
     return status == KILN_ERROR_DEVICE ? 2 : 1;
   }
-  if (stepsOption.getNumOccurrences() && stepsOption < 1)
-    return fail("--steps must be at least 1");
+  // --steps 0 --save writes the initial weights (and state) and trains
+  // nothing: the schedule keeps the train block's length.
+  bool initialOnly = stepsOption.getNumOccurrences() && stepsOption == 0;
+  if (stepsOption.getNumOccurrences() && stepsOption < 0)
+    return fail("--steps must not be negative");
+  if (initialOnly && (saveFile.empty() || !resumeFile.empty()))
+    return fail("--steps 0 writes the initial weights: it needs --save "
+                "and no --resume");
   if (untilStep.getNumOccurrences() && untilStep < 1)
     return fail("--until must be at least 1");
   if (evalEvery.getNumOccurrences() && evalEvery < 1)
@@ -292,7 +306,7 @@ int kiln::cli::runTrain() {
 
   // Compile (or reuse the cached artifact).
   TrainCompileOptions compileOptions;
-  if (stepsOption.getNumOccurrences())
+  if (stepsOption.getNumOccurrences() && !initialOnly)
     compileOptions.steps = stepsOption;
   compileOptions.device = device;
   compileOptions.fuse = !trainNoFuse;
@@ -483,7 +497,17 @@ int kiln::cli::runTrain() {
     return session.save(saveFile, checkpointMetadata(resumeAt, dataSeed));
   };
 
+  if (initialOnly) {
+    if (Error error = saveCheckpoint())
+      return fail(std::move(error));
+    outs() << "initial weights of " << trainModel << " (seed "
+           << uint64_t(seed) << "): " << saveFile << "\n";
+    return 0;
+  }
+
   double lastLoss = NAN;
+  // fp16's loss scaling: steps skipped on overflow, in all and in a row.
+  int64_t skippedSteps = 0;
   // From here a signal stops the run after its step, saved (StopSignals.h).
   StopSignalScope stopSignals;
   for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {
@@ -529,11 +553,32 @@ int kiln::cli::runTrain() {
         {"lr", lr},
         {"step_ms", stepMs},
         {isTokens ? "tokens_per_s" : "samples_per_s", itemsPerSecond}};
+    // JSON has no inf or NaN: a non-finite norm (a step loss scaling
+    // skipped) is written as null.
     if (std::optional<double> norm = session.readScalar("grad_norm"))
-      record["grad_norm"] = *norm;
+      record["grad_norm"] =
+          std::isfinite(*norm) ? json::Value(*norm) : json::Value(nullptr);
+    // A step that loss scaling skipped overflowed in fp16 on purpose: its
+    // loss may be infinite and the parameters did not move.
+    bool skipped = session.readScalar("skipped").value_or(0.0) != 0.0;
+    std::optional<double> lossScale = session.readScalar("loss_scale");
+    if (lossScale) {
+      record["loss_scale"] = *lossScale;
+      record["skipped"] = skipped;
+    }
     if (Error error = writeMetrics(std::move(record)))
       return fail(std::move(error));
-    if (!std::isfinite(lastLoss))
+    skippedSteps += skipped;
+    // Below fp16's smallest subnormal every gradient would flush to zero:
+    // the overflow is not the scale's (the forward leaves fp16's range).
+    if (skipped && lossScale && *lossScale < 0x1p-24)
+      return fail(formatv(
+          "loss scaling skipped step {0} with the scale down to {1}: the "
+          "fp16 step overflows whatever the scale, as when the forward "
+          "itself leaves fp16's range; train in bf16 or fp32, or rerun with "
+          "--check-numerics to find the op",
+          step, shortNumber(*lossScale)));
+    if (!std::isfinite(lastLoss) && !skipped)
       return fail(formatv("the loss is {0} at step {1}; rerun with "
                           "--check-numerics to find the op that made it",
                           lastLoss, step));
@@ -564,6 +609,11 @@ int kiln::cli::runTrain() {
   outs() << formatv("trained {0} to step {1} in {2}: final loss {3:f4}\n",
                     trainModel, session.step(),
                     Progress::formatDuration(seconds), lastLoss);
+  if (skippedSteps > 0)
+    outs() << formatv("loss scaling skipped {0} of the steps (fp16 "
+                      "overflow); the scale is now {1}\n",
+                      skippedSteps,
+                      shortNumber(session.readScalar("loss_scale").value_or(NAN)));
   if (!saveFile.empty())
     outs() << "checkpoint: " << saveFile << "\n";
   if (profile)

@@ -81,11 +81,14 @@ static LogicalResult describeArgument(func::FuncOp function, unsigned index,
     name = input;
   } else if (state) {
     // Every piece of training state -- moments, momentum buffers, the step
-    // count and gradient accumulators -- is OptimizerState: the runtime
-    // zeroes it at initialization and saves it in checkpoints, so that an
-    // accumulation in progress survives a resume.
+    // count, gradient accumulators, fp16's loss scale -- is OptimizerState:
+    // the runtime initializes it (zeros, or the constant its initializer
+    // gives) and saves it in checkpoints, so that an accumulation in
+    // progress survives a resume.
     kind = kernel::BufferKind::OptimizerState;
     name = state;
+    if (Attribute init = function.getArgAttr(index, GraphDialect::kInitAttr))
+      attrs.push_back(b.getNamedAttr(kernel::KernelDialect::kInitAttr, init));
   } else {
     return function.emitError() << "argument " << index << " of @"
                                 << function.getSymName() << " has none of '"

@@ -15,6 +15,11 @@
 // results: the update happens in place. A buffer passed for both an operand
 // and a result is passed once.
 //
+// An update with a `skip` scalar (dynamic loss scaling) stores its inputs
+// back where the skip is not 0, element by element, so that a skipped step
+// leaves parameter and state as they were whether or not the update is in
+// place.
+//
 // The global norm sums squares per fixed block of each gradient (in
 // parallel), then the block sums in order: the order is fixed at compile
 // time, whatever the chunking.
@@ -31,6 +36,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace kiln;
@@ -304,6 +310,89 @@ struct ClipScaleToKernel : OpToKernelPattern<graph::ClipScaleOp> {
   }
 };
 
+/// The i1 `skip != 0` of an update's optional skip scalar, from its 0-d
+/// buffer; null without one.
+static Value loadSkipped(OpBuilder &b, Location loc, Value buffer) {
+  if (!buffer)
+    return Value();
+  Value skip = loadScalar(b, loc, buffer);
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, skip,
+                               kb::floatConst(b, loc, skip.getType(), 0.0));
+}
+
+/// `fresh`, or `old` where the update is skipped (`skipped` null: never).
+static Value unlessSkipped(OpBuilder &b, Location loc, Value skipped,
+                           Value old, Value fresh) {
+  if (!skipped)
+    return fresh;
+  return arith::SelectOp::create(b, loc, skipped, old, fresh);
+}
+
+/// The buffers of an update: `buffers`, then its skip scalar if it has one
+/// (at the end, so that the others keep their indices).
+static SmallVector<Value> withSkip(KernelLowering &lowering,
+                                   ArrayRef<Value> buffers, Value skip) {
+  SmallVector<Value> all(buffers);
+  if (skip)
+    all.push_back(lowering.lookup(skip));
+  return all;
+}
+
+/// (scale, good steps, skip) after a step: on a non-finite norm the scale
+/// backs off and the step is skipped, else the clean-step count grows and,
+/// at the interval, the scale with it (unless that overflows). One thread;
+/// it reads every operand before it writes.
+struct LossScaleUpdateToKernel : OpToKernelPattern<graph::LossScaleUpdateOp> {
+  bool readsAtResultIndex() const override { return true; }
+  LogicalResult lowerOp(graph::LossScaleUpdateOp op,
+                        KernelLowering &lowering) const override {
+    Type elementType = op.getNorm().getType().getElementType();
+    double growth = op.getGrowth().convertToDouble();
+    double backoff = op.getBackoff().convertToDouble();
+    double interval = static_cast<double>(op.getInterval());
+    Value newScale = lowering.allocateResult(op.getNewScale());
+    Value newGood = lowering.allocateResult(op.getNewGoodSteps());
+    Value skip = lowering.allocateResult(op.getSkip());
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(),
+        {lowering.lookup(op.getNorm()), lowering.lookup(op.getScale()),
+         lowering.lookup(op.getGoodSteps()), newScale, newGood, skip},
+        1, 1, [&](OpBuilder &b, Location loc, ValueRange args) {
+          Arith f{b, loc, elementType};
+          Value norm = loadScalar(b, loc, args[0]);
+          Value scale = loadScalar(b, loc, args[1]);
+          Value good = loadScalar(b, loc, args[2]);
+          Value inf = f.c(std::numeric_limits<double>::infinity());
+          auto isFinite = [&](Value x) {
+            return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                         math::AbsFOp::create(b, loc, x), inf);
+          };
+          auto select = [&](Value condition, Value x, Value y) {
+            return arith::SelectOp::create(b, loc, condition, x, y);
+          };
+          Value finite = isFinite(norm);
+          Value clean = f.add(good, f.c(1.0));
+          Value grows = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OGE, clean, f.c(interval));
+          Value grown = f.mul(scale, f.c(growth));
+          Value cleanScale =
+              select(grows, select(isFinite(grown), grown, scale), scale);
+          Value cleanGood = select(grows, f.c(0.0), clean);
+          auto store = [&](Value value, Value buffer) {
+            memref::StoreOp::create(b, loc, value, buffer, ValueRange{});
+          };
+          store(select(finite, cleanScale, f.mul(scale, f.c(backoff))),
+                args[3]);
+          store(select(finite, cleanGood, f.c(0.0)), args[4]);
+          store(select(finite, f.c(0.0), f.c(1.0)), args[5]);
+        });
+    lowering.bind(op.getNewScale(), newScale);
+    lowering.bind(op.getNewGoodSteps(), newGood);
+    lowering.bind(op.getSkip(), skip);
+    return success();
+  }
+};
+
 /// p' = p - lr (g s + wd p).
 struct SgdUpdateToKernel : OpToKernelPattern<graph::SgdUpdateOp> {
   bool readsAtResultIndex() const override { return true; }
@@ -313,23 +402,28 @@ struct SgdUpdateToKernel : OpToKernelPattern<graph::SgdUpdateOp> {
     int64_t count = type.getNumElements();
     double wd = op.getWeightDecay().convertToDouble();
     Value newParam = lowering.allocateResult(op.getNewParam());
-    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
-                       lowering.view(lowering.lookup(op.getGrad()), {count}),
-                       lowering.lookup(op.getLr()),
-                       lowering.lookup(op.getGradScale()),
-                       lowering.view(newParam, {count})};
+    SmallVector<Value> buffers = withSkip(
+        lowering,
+        {lowering.view(lowering.lookup(op.getParam()), {count}),
+         lowering.view(lowering.lookup(op.getGrad()), {count}),
+         lowering.lookup(op.getLr()), lowering.lookup(op.getGradScale()),
+         lowering.view(newParam, {count})},
+        op.getSkip());
     launchBlockedUpdate(
         op, lowering, buffers, count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
-          return SmallVector<Value>{loadScalar(b, loc, args[2]),
-                                    loadScalar(b, loc, args[3])};
+          return SmallVector<Value>{
+              loadScalar(b, loc, args[2]), loadScalar(b, loc, args[3]),
+              loadSkipped(b, loc, args.size() > 5 ? args[5] : Value())};
         },
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
             ValueRange scalars, Value i) {
           Arith f{b, loc, type.getElementType()};
           Value p = f.at(args[0], i);
           Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
-          f.store(f.sub(p, f.mul(scalars[0], d)), args[4], i);
+          f.store(unlessSkipped(b, loc, scalars[2], p,
+                                f.sub(p, f.mul(scalars[0], d))),
+                  args[4], i);
         });
     lowering.bind(op.getNewParam(), newParam);
     return success();
@@ -348,28 +442,33 @@ struct MomentumUpdateToKernel : OpToKernelPattern<graph::MomentumUpdateOp> {
     bool nesterov = op.getNesterov();
     Value newParam = lowering.allocateResult(op.getNewParam());
     Value newBuffer = lowering.allocateResult(op.getNewBuffer());
-    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
-                       lowering.view(lowering.lookup(op.getGrad()), {count}),
-                       lowering.view(lowering.lookup(op.getBuffer()), {count}),
-                       lowering.lookup(op.getLr()),
-                       lowering.lookup(op.getGradScale()),
-                       lowering.view(newParam, {count}),
-                       lowering.view(newBuffer, {count})};
+    SmallVector<Value> buffers = withSkip(
+        lowering,
+        {lowering.view(lowering.lookup(op.getParam()), {count}),
+         lowering.view(lowering.lookup(op.getGrad()), {count}),
+         lowering.view(lowering.lookup(op.getBuffer()), {count}),
+         lowering.lookup(op.getLr()), lowering.lookup(op.getGradScale()),
+         lowering.view(newParam, {count}), lowering.view(newBuffer, {count})},
+        op.getSkip());
     launchBlockedUpdate(
         op, lowering, buffers, count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
-          return SmallVector<Value>{loadScalar(b, loc, args[3]),
-                                    loadScalar(b, loc, args[4])};
+          return SmallVector<Value>{
+              loadScalar(b, loc, args[3]), loadScalar(b, loc, args[4]),
+              loadSkipped(b, loc, args.size() > 7 ? args[7] : Value())};
         },
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
             ValueRange scalars, Value i) {
           Arith f{b, loc, type.getElementType()};
           Value p = f.at(args[0], i);
+          Value buffer = f.at(args[2], i);
           Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
-          Value next = f.add(f.mul(f.c(mu), f.at(args[2], i)), d);
+          Value next = f.add(f.mul(f.c(mu), buffer), d);
           Value step = nesterov ? f.add(d, f.mul(f.c(mu), next)) : next;
-          f.store(next, args[6], i);
-          f.store(f.sub(p, f.mul(scalars[0], step)), args[5], i);
+          f.store(unlessSkipped(b, loc, scalars[2], buffer, next), args[6], i);
+          f.store(unlessSkipped(b, loc, scalars[2], p,
+                                f.sub(p, f.mul(scalars[0], step))),
+                  args[5], i);
         });
     lowering.bind(op.getNewParam(), newParam);
     lowering.bind(op.getNewBuffer(), newBuffer);
@@ -395,16 +494,16 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
     Value newParam = lowering.allocateResult(op.getNewParam());
     Value newM = lowering.allocateResult(op.getNewM());
     Value newV = lowering.allocateResult(op.getNewV());
-    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
-                       lowering.view(lowering.lookup(op.getGrad()), {count}),
-                       lowering.view(lowering.lookup(op.getM()), {count}),
-                       lowering.view(lowering.lookup(op.getV()), {count}),
-                       lowering.lookup(op.getLr()),
-                       lowering.lookup(op.getStep()),
-                       lowering.lookup(op.getGradScale()),
-                       lowering.view(newParam, {count}),
-                       lowering.view(newM, {count}),
-                       lowering.view(newV, {count})};
+    SmallVector<Value> buffers = withSkip(
+        lowering,
+        {lowering.view(lowering.lookup(op.getParam()), {count}),
+         lowering.view(lowering.lookup(op.getGrad()), {count}),
+         lowering.view(lowering.lookup(op.getM()), {count}),
+         lowering.view(lowering.lookup(op.getV()), {count}),
+         lowering.lookup(op.getLr()), lowering.lookup(op.getStep()),
+         lowering.lookup(op.getGradScale()), lowering.view(newParam, {count}),
+         lowering.view(newM, {count}), lowering.view(newV, {count})},
+        op.getSkip());
     launchBlockedUpdate(
         op, lowering, buffers, count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
@@ -416,28 +515,30 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
           Value bias2Sqrt = math::SqrtOp::create(
               b, loc,
               f.sub(f.c(1.0), math::PowFOp::create(b, loc, f.c(beta2), step)));
-          return SmallVector<Value>{f.div(lr, bias1), bias2Sqrt,
-                                    f.sub(f.c(1.0), f.mul(lr, f.c(wd))),
-                                    loadScalar(b, loc, args[6])};
+          return SmallVector<Value>{
+              f.div(lr, bias1), bias2Sqrt, f.sub(f.c(1.0), f.mul(lr, f.c(wd))),
+              loadScalar(b, loc, args[6]),
+              loadSkipped(b, loc, args.size() > 10 ? args[10] : Value())};
         },
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
             ValueRange scalars, Value i) {
           Arith f{b, loc, elementType};
           Value stepSize = scalars[0], bias2Sqrt = scalars[1],
-                decay = scalars[2], scale = scalars[3];
+                decay = scalars[2], scale = scalars[3], skipped = scalars[4];
           Value b1 = f.c(beta1), b2 = f.c(beta2);
+          Value p0 = f.at(args[0], i), m0 = f.at(args[2], i),
+                v0 = f.at(args[3], i);
           Value g = f.mul(f.at(args[1], i), scale);
-          Value m = f.add(f.mul(b1, f.at(args[2], i)),
-                          f.mul(f.sub(f.c(1.0), b1), g));
-          Value v = f.add(f.mul(b2, f.at(args[3], i)),
+          Value m = f.add(f.mul(b1, m0), f.mul(f.sub(f.c(1.0), b1), g));
+          Value v = f.add(f.mul(b2, v0),
                           f.mul(f.mul(f.sub(f.c(1.0), b2), g), g));
           Value denominator =
               f.add(f.div(math::SqrtOp::create(b, loc, v), bias2Sqrt), f.c(eps));
-          Value p = f.sub(f.mul(f.at(args[0], i), decay),
+          Value p = f.sub(f.mul(p0, decay),
                           f.mul(stepSize, f.div(m, denominator)));
-          f.store(m, args[8], i);
-          f.store(v, args[9], i);
-          f.store(p, args[7], i);
+          f.store(unlessSkipped(b, loc, skipped, m0, m), args[8], i);
+          f.store(unlessSkipped(b, loc, skipped, v0, v), args[9], i);
+          f.store(unlessSkipped(b, loc, skipped, p0, p), args[7], i);
         });
     lowering.bind(op.getNewParam(), newParam);
     lowering.bind(op.getNewM(), newM);
@@ -452,6 +553,7 @@ void kiln::populateOptimizerToKernelPatterns(
   patterns.add<LrScheduleToKernel>();
   patterns.add<GlobalNormToKernel>();
   patterns.add<ClipScaleToKernel>();
+  patterns.add<LossScaleUpdateToKernel>();
   patterns.add<SgdUpdateToKernel>();
   patterns.add<MomentumUpdateToKernel>();
   patterns.add<AdamWUpdateToKernel>();

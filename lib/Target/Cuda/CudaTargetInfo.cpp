@@ -64,9 +64,9 @@ public:
   int64_t getGemmEpilogueAuxAlignment() const override { return 8; }
   // GPT-2's 50257 classes become 50304, as llm.c pads them.
   int64_t getLogitsAlignment() const override { return 128; }
-  /// fp16 waits for dynamic loss scaling.
+  /// fp16 trains with dynamic loss scaling (TrainStep.h).
   llvm::ArrayRef<llvm::StringRef> getTrainingPrecisions() const override {
-    static const llvm::StringRef precisions[] = {"fp32", "bf16"};
+    static const llvm::StringRef precisions[] = {"fp32", "bf16", "fp16"};
     return precisions;
   }
 };

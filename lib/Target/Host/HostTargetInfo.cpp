@@ -51,9 +51,9 @@ public:
   int64_t getGemmEpilogueAuxAlignment() const override { return 0; }
   // Nothing measured says the cpu GEMM libraries gain from it.
   int64_t getLogitsAlignment() const override { return 0; }
-  /// fp16 waits for dynamic loss scaling.
+  /// fp16 trains with dynamic loss scaling (TrainStep.h).
   llvm::ArrayRef<llvm::StringRef> getTrainingPrecisions() const override {
-    static const llvm::StringRef precisions[] = {"fp32", "bf16"};
+    static const llvm::StringRef precisions[] = {"fp32", "bf16", "fp16"};
     return precisions;
   }
 };

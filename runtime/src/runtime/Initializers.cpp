@@ -14,12 +14,15 @@
 //
 // computed in double and rounded once to f32 (round to nearest even); f64
 // parameters keep the double; f16 and bf16 parameters are rounded to f32
-// first and then to the 16-bit type, as the interpreter does.
+// first and then to the 16-bit type, as the interpreter does. Training state
+// starts at zero, except a state buffer whose initializer says otherwise
+// (fp16's loss scale: constant(65536)), filled the same way.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Session.h"
 
+#include "kiln/HalfFloats.h"
 #include "kiln/Philox.h"
 
 #include <cstring>
@@ -28,49 +31,6 @@ using namespace kiln;
 using namespace kiln::runtime;
 
 namespace {
-
-uint32_t floatBits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-/// bfloat16 bits of `value`, rounded to nearest even; NaN stays NaN.
-uint16_t floatToBFloat16(float value) {
-  uint32_t bits = floatBits(value);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-/// IEEE half bits of `value`, rounded to nearest even (with subnormals).
-uint16_t floatToHalf(float value) {
-  uint32_t bits = floatBits(value);
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) // NaN: keep it quiet.
-    return sign | 0x7E00u;
-  if (magnitude >= 0x477FF000u) // >= 65520 rounds to infinity.
-    return sign | 0x7C00u;
-  auto roundShift = [](uint32_t mantissa, int shift) {
-    uint32_t kept = mantissa >> shift;
-    uint32_t rest = mantissa & ((1u << shift) - 1u);
-    uint32_t half = 1u << (shift - 1);
-    if (rest > half || (rest == half && (kept & 1u)))
-      ++kept; // A carry into the exponent is the right encoding.
-    return kept;
-  };
-  if (magnitude < 0x38800000u) { // Below 2^-14: a subnormal half, or zero.
-    int exponent = static_cast<int>(magnitude >> 23);
-    if (exponent < 102) // Below 2^-25: rounds to zero.
-      return sign;
-    uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
-    return sign | static_cast<uint16_t>(roundShift(mantissa, 126 - exponent));
-  }
-  uint32_t rebiased = magnitude - (112u << 23);
-  return sign | static_cast<uint16_t>(roundShift(rebiased, 13));
-}
 
 /// Stores `value` as element `e` of a parameter of `dtype`.
 void store(plan::DType dtype, void *data, int64_t e, double value) {
@@ -83,7 +43,7 @@ void store(plan::DType dtype, void *data, int64_t e, double value) {
     return;
   case plan::DType::BF16:
     static_cast<uint16_t *>(data)[e] =
-        floatToBFloat16(static_cast<float>(value));
+        floatToBf16(static_cast<float>(value));
     return;
   case plan::DType::F16:
     static_cast<uint16_t *>(data)[e] = floatToHalf(static_cast<float>(value));
@@ -93,10 +53,21 @@ void store(plan::DType dtype, void *data, int64_t e, double value) {
   }
 }
 
+/// Whether state `buffer` starts from an initializer of its own (fp16's
+/// loss scale) rather than zeros.
+bool hasStateInitializer(const BufferInfo &buffer) {
+  return buffer.kind == plan::BufferKind::OptimizerState &&
+         buffer.table->init() && buffer.table->init()->kind() &&
+         buffer.table->init()->kind()->str() != "zeros";
+}
+
 /// Checks that parameter `buffer` can be initialized: a floating-point
 /// dtype and an initializer of a known kind.
 Result checkInitializer(const BufferInfo &buffer) {
-  std::string what = "parameter '" + buffer.name + "'";
+  std::string what = (buffer.kind == plan::BufferKind::Param
+                          ? std::string("parameter '")
+                          : std::string("state '")) +
+                     buffer.name + "'";
   if (buffer.dtype != plan::DType::F32 && buffer.dtype != plan::DType::F64 &&
       buffer.dtype != plan::DType::F16 && buffer.dtype != plan::DType::BF16)
     return invalidFormat(what + " is " + dtypeName(buffer.dtype) +
@@ -150,13 +121,13 @@ Result Session::initialize(uint64_t seed) {
   // Check every initializer before writing anything, so that a failure
   // leaves the session as it was.
   for (const BufferInfo &buffer : buffers)
-    if (buffer.kind == plan::BufferKind::Param)
+    if (buffer.kind == plan::BufferKind::Param || hasStateInitializer(buffer))
       KILN_RETURN_IF_ERROR(checkInitializer(buffer));
   // The runs in flight write the state too: they finish first.
   KILN_RETURN_IF_ERROR(device_->finish());
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
-    if (buffer.kind == plan::BufferKind::Param)
+    if (buffer.kind == plan::BufferKind::Param || hasStateInitializer(buffer))
       fillParameter(buffer, seed, pointers_[id]);
     else if (buffer.kind == plan::BufferKind::OptimizerState ||
              buffer.kind == plan::BufferKind::Gradient)

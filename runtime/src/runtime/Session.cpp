@@ -82,6 +82,8 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
         artifact, emulator, numThreads, created->pointers_, created->device_));
   }
   created->checks_ = std::make_unique<Checks>(*created);
+  int64_t skipped = created->artifact_->findBuffer("skipped");
+  created->defersNumerics_ = skipped >= 0 && created->isOutput(skipped);
   if (const auto *entries = created->artifact_->getPlan().entries())
     for (const plan::Entry *entry : *entries) {
       created->entryNames_.push_back(entry->name()->str());
@@ -101,18 +103,23 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
 /// What the devices check after an op, worded by the session.
 class Session::Checks : public OpChecks {
 public:
-  explicit Checks(const Session &session) : session_(session) {}
+  explicit Checks(Session &session) : session_(session) {}
   Result status(size_t entry, size_t op, uint32_t id,
                 const void *bytes) const override {
     return session_.checkStatus(entry, op, id, bytes);
   }
   Result numerics(size_t entry, size_t op, uint32_t id,
                   const void *bytes) const override {
-    return session_.checkNumerics(entry, op, id, bytes);
+    Result found = session_.checkNumerics(entry, op, id, bytes);
+    if (found.isOk() || !session_.defersNumerics_)
+      return found;
+    if (!session_.deferredNumerics_)
+      session_.deferredNumerics_ = std::move(found);
+    return Result::ok();
   }
 
 private:
-  const Session &session_;
+  Session &session_;
 };
 
 Session::~Session() = default;
@@ -370,7 +377,21 @@ Result Session::run(const std::string &entryName) {
   options.checkNumerics = checkNumerics_;
   options.profile = profiling_ ? &profiles_[index] : nullptr;
   KILN_RETURN_IF_ERROR(device_->run(index, options, *checks_));
-  if (entryName == "train_step" || entryName == "apply_step")
+  if (entryName == "train_step" || entryName == "apply_step") {
     ++step_;
+    return resolveDeferredNumerics();
+  }
   return Result::ok();
+}
+
+Result Session::resolveDeferredNumerics() {
+  if (!deferredNumerics_)
+    return Result::ok();
+  Result found = std::move(*deferredNumerics_);
+  deferredNumerics_.reset();
+  float skipped = 0;
+  KILN_RETURN_IF_ERROR(
+      readOutput("skipped", KILN_F32, &skipped, sizeof skipped));
+  // A skipped step's overflow was loss scaling's probe, not a failure.
+  return skipped != 0 ? Result::ok() : std::move(found);
 }

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,14 @@ private:
   uint64_t seed_ = 0;
   bool checkNumerics_ = false;
   bool profiling_ = false;
+  /// Under fp16 loss scaling (the plan outputs `skipped`), --check-numerics
+  /// holds the first non-finite value it finds until the step's update
+  /// decides: a skipped step overflowed on purpose and is no failure.
+  bool defersNumerics_ = false;
+  std::optional<Result> deferredNumerics_;
+  /// Reports or drops the deferred finding once the entry that updates
+  /// (train_step, apply_step) has run.
+  Result resolveDeferredNumerics();
 };
 
 } // namespace runtime

@@ -101,3 +101,43 @@ func.func @mismatched_moment(%p: tensor<8xf32>, %m: tensor<4xf32>, %lr: tensor<f
   %p1, %m1, %v1 = "graph.adamw_update"(%p, %p, %m, %p, %lr, %lr, %lr) {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %p1 : tensor<8xf32>
 }
+
+// -----
+
+func.func @shrinking_growth(%n: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{growth must be in [1, inf), got 0.5}}
+  %s, %c, %k = graph.loss_scale_update %n, %n, %n {growth = 0.5 : f64, backoff = 0.5 : f64, interval = 2000 : i64} : tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @growing_backoff(%n: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{backoff must be in (0, 1], got 2}}
+  %s, %c, %k = graph.loss_scale_update %n, %n, %n {growth = 2.0 : f64, backoff = 2.0 : f64, interval = 2000 : i64} : tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @no_interval(%n: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{interval must be at least 1, got 0}}
+  %s, %c, %k = graph.loss_scale_update %n, %n, %n {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 0 : i64} : tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @mixed_scalars(%n: tensor<f32>, %d: tensor<f64>) -> tensor<f32> {
+  // expected-error @+1 {{failed to verify that all of {norm, scale, good_steps, new_scale, new_good_steps, skip} have same type}}
+  %s, %c, %k = "graph.loss_scale_update"(%n, %d, %n) {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 2 : i64} : (tensor<f32>, tensor<f64>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @skip_of_another_type(%p: tensor<8xf32>, %lr: tensor<f32>, %skip: tensor<f64>) -> tensor<8xf32> {
+  // expected-error @+1 {{skip must have the type of lr ('tensor<f32>'), got 'tensor<f64>'}}
+  %p1 = graph.sgd_update %p, %p, %lr, %lr skip %skip {weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>, tensor<f64>
+  return %p1 : tensor<8xf32>
+}

@@ -18,3 +18,18 @@ func.func @updates(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>
   %b2 = graph.sgd_update %b1, %gb, %lr, %s {weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>
   return %p1, %b2 : tensor<4x8xf32>, tensor<8xf32>
 }
+
+// fp16's dynamic loss scaling: the scale's update, and updates that skip.
+// CHECK-LABEL: func.func @loss_scaling
+func.func @loss_scaling(%p: tensor<8xf32>, %g: tensor<8xf32>, %n: tensor<f32>,
+                        %s: tensor<f32>, %c: tensor<f32>, %lr: tensor<f32>) -> (tensor<8xf32>, tensor<f32>) {
+  // CHECK: %[[NEW:.*]], %{{.*}}, %[[SKIP:.*]] = graph.loss_scale_update %{{.*}}, %{{.*}}, %{{.*}} {backoff = 5.000000e-01 : f64, growth = 2.000000e+00 : f64, interval = 2000 : i64} : tensor<f32>
+  %s1, %c1, %skip = graph.loss_scale_update %n, %s, %c {growth = 2.0 : f64, backoff = 0.5 : f64, interval = 2000 : i64} : tensor<f32>
+  // CHECK: graph.sgd_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} skip %[[SKIP]] {weight_decay = 0.000000e+00 : f64} : tensor<8xf32>, tensor<f32>, tensor<f32>
+  %p1 = graph.sgd_update %p, %g, %lr, %s skip %skip {weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>, tensor<f32>
+  // CHECK: graph.momentum_update {{.*}} skip %[[SKIP]] {momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<8xf32>, tensor<f32>, tensor<f32>
+  %p2, %b2 = graph.momentum_update %p1, %g, %p, %lr, %s skip %skip {momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>, tensor<f32>
+  // CHECK: graph.adamw_update {{.*}} skip %[[SKIP]] {{.*}} : tensor<8xf32>, tensor<f32>, tensor<f32>
+  %p3, %m3, %v3 = graph.adamw_update %p2, %g, %p, %p, %lr, %lr, %s skip %skip {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>, tensor<f32>
+  return %p3, %s1 : tensor<8xf32>, tensor<f32>
+}

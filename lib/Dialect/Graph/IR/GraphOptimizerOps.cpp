@@ -8,7 +8,8 @@
 // FLOPs per element, following GraphCost.cpp's convention: sgd 4 (scale,
 // decay multiply-add, step multiply-add), momentum 6, adamw 16 (two moment
 // updates: 5, square: 1, sqrt and two divisions: 4, decay and step: 6);
-// global_norm 2 per input element; the scalar ops a handful.
+// global_norm 2 per input element; the scalar ops (schedule, clip_scale,
+// loss_scale_update) a handful.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,7 @@ constexpr int64_t kMomentumFlopsPerElement = 6;
 constexpr int64_t kAdamWFlopsPerElement = 16;
 constexpr int64_t kScheduleFlops = 10;
 constexpr int64_t kClipScaleFlops = 3;
+constexpr int64_t kLossScaleUpdateFlops = 4;
 } // namespace
 
 static int64_t elementsOf(Value value) {
@@ -105,11 +107,35 @@ LogicalResult ClipScaleOp::verify() {
 
 int64_t ClipScaleOp::getFlops() { return kClipScaleFlops; }
 
+LogicalResult LossScaleUpdateOp::verify() {
+  if (failed(checkRange(*this, "growth", getGrowth().convertToDouble(), 1.0,
+                        true, kInf, false)) ||
+      failed(checkRange(*this, "backoff", getBackoff().convertToDouble(), 0.0,
+                        false, 1.0, true)))
+    return failure();
+  if (getInterval() < 1)
+    return emitOpError() << "interval must be at least 1, got "
+                         << getInterval();
+  return success();
+}
+
+int64_t LossScaleUpdateOp::getFlops() { return kLossScaleUpdateFlops; }
+
 //===----------------------------------------------------------------------===//
 // Updates
 //===----------------------------------------------------------------------===//
 
+/// The optional `skip` operand of an update has the learning rate's type.
+static LogicalResult verifySkip(Operation *op, Value skip, Value lr) {
+  if (skip && skip.getType() != lr.getType())
+    return op->emitOpError() << "skip must have the type of lr ("
+                             << lr.getType() << "), got " << skip.getType();
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
+  if (failed(verifySkip(*this, getSkip(), getLr())))
+    return failure();
   return checkRange(*this, "weight_decay", getWeightDecay().convertToDouble(),
                     0.0, true, kInf, false);
 }
@@ -119,6 +145,8 @@ int64_t SgdUpdateOp::getFlops() {
 }
 
 LogicalResult MomentumUpdateOp::verify() {
+  if (failed(verifySkip(*this, getSkip(), getLr())))
+    return failure();
   if (failed(checkRange(*this, "momentum", getMomentum().convertToDouble(),
                         0.0, true, 1.0, false)))
     return failure();
@@ -131,6 +159,8 @@ int64_t MomentumUpdateOp::getFlops() {
 }
 
 LogicalResult AdamWUpdateOp::verify() {
+  if (failed(verifySkip(*this, getSkip(), getLr())))
+    return failure();
   if (failed(checkRange(*this, "beta1", getBeta1().convertToDouble(), 0.0, true,
                         1.0, false)) ||
       failed(checkRange(*this, "beta2", getBeta2().convertToDouble(), 0.0, true,

@@ -146,7 +146,7 @@ static void eraseDeadBackwardOps(OpBuilder &builder, Block *block,
 
 FailureOr<ForwardAndGradients>
 kiln::graph::buildGradients(OpBuilder &builder, func::FuncOp forward,
-                            ValueRange arguments) {
+                            ValueRange arguments, Value lossSeed) {
   assert(arguments.size() == forward.getNumArguments() &&
          "one value per forward argument");
   FailureOr<unsigned> lossIndex = findLoss(forward);
@@ -190,14 +190,21 @@ kiln::graph::buildGradients(OpBuilder &builder, func::FuncOp forward,
         active.insert(result);
   }
 
-  // The reverse sweep from d(loss) = 1.
+  // The reverse sweep from d(loss) = 1, or the seed given.
   ReverseSweep sweep(builder, active);
   Value loss = built.forwardResults[*lossIndex];
+  if (lossSeed && lossSeed.getType() != loss.getType())
+    return emitError(loss.getLoc())
+           << "the loss is " << loss.getType() << " but its gradient seed "
+           << lossSeed.getType();
   if (active.contains(loss)) {
     Location lossLoc = loss.getLoc();
     sweep.accumulate(loss,
-                     buildFilled(builder, lossLoc,
-                                 cast<RankedTensorType>(loss.getType()), 1.0),
+                     lossSeed ? lossSeed
+                              : buildFilled(builder, lossLoc,
+                                            cast<RankedTensorType>(
+                                                loss.getType()),
+                                            1.0),
                      lossLoc);
     for (Operation *op : llvm::reverse(clonedOps))
       if (failed(sweep.propagate(op)))

@@ -28,6 +28,15 @@ struct GraphTrainStepPass
       return signalPassFailure();
     if (accumulate > 0)
       settings->accumulate = accumulate;
+    if (!precision.empty())
+      settings->precision = precision;
+    if (settings->lossScaleLoc && !settings->scalesLoss()) {
+      emitError(*settings->lossScaleLoc)
+          << "loss_scale applies to precision = fp16 only (this step trains "
+             "in "
+          << settings->precision << ")";
+      return signalPassFailure();
+    }
     if (failed(buildTrainFunctions(module, *settings)))
       return signalPassFailure();
   }

@@ -75,6 +75,14 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
     settings.precision = precision.getValue().str();
   if (auto where = train.getAs<LocationAttr>("precision_loc"))
     settings.precisionLoc = Location(where);
+  if (auto scaling = train.getAs<DictionaryAttr>("loss_scale")) {
+    number(scaling, "init", settings.lossScale);
+    integer(scaling, "interval", settings.lossScaleInterval);
+    if (auto where = train.getAs<LocationAttr>("loss_scale_loc"))
+      settings.lossScaleLoc = Location(where);
+    else
+      settings.lossScaleLoc = module.getLoc();
+  }
 
   if (settings.optimizer != "sgd" && settings.optimizer != "momentum" &&
       settings.optimizer != "adamw")
@@ -82,6 +90,9 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
            << settings.optimizer << "'";
   if (settings.accumulate < 1)
     return module.emitError("graph.train: accumulate must be at least 1");
+  if (!(settings.lossScale > 0.0) || settings.lossScaleInterval < 1)
+    return emitError(settings.lossScaleLoc.value_or(module.getLoc()))
+           << "loss_scale needs init > 0 and interval >= 1";
   if (settings.schedule != LrScheduleKind::Constant &&
       settings.steps <= settings.warmup)
     return module.emitError("graph.train: the ")
@@ -119,14 +130,20 @@ public:
     argAttrs.push_back(attrs);
     return function.getBody().front().addArgument(type, loc);
   }
-  /// A zero-initialized state argument called `name`.
-  Value addState(Type type, StringRef name) {
+  /// A state argument called `name`, zero-initialized or, with `fill`,
+  /// filled with that value.
+  Value addState(Type type, StringRef name,
+                 std::optional<double> fill = std::nullopt) {
+    SmallVector<NamedAttribute, 2> init = {builder.getNamedAttr(
+        "kind", builder.getStringAttr(fill ? "constant" : "zeros"))};
+    if (fill)
+      init.push_back(
+          builder.getNamedAttr("value", builder.getF64FloatAttr(*fill)));
     NamedAttribute attrs[] = {
         builder.getNamedAttr(GraphDialect::kStateAttr,
                              builder.getStringAttr(name)),
         builder.getNamedAttr(GraphDialect::kInitAttr,
-                             builder.getDictionaryAttr(builder.getNamedAttr(
-                                 "kind", builder.getStringAttr("zeros"))))};
+                             builder.getDictionaryAttr(init))};
     return addArgument(type, builder.getDictionaryAttr(attrs));
   }
   void addResult(Value value, ArrayRef<NamedAttribute> attrs) {
@@ -199,6 +216,31 @@ static RankedTensorType getScalarType(ArrayRef<Parameter> params,
   return RankedTensorType::get({}, element);
 }
 
+namespace {
+/// fp16's dynamic loss scaling in an entry: the scale the backward was
+/// seeded with and the count of clean steps since it last changed (state
+/// arguments of the entry).
+struct LossScaling {
+  Value scale, goodSteps;
+};
+} // namespace
+
+static constexpr StringLiteral kLossScaleState = "loss_scale.scale";
+static constexpr StringLiteral kGoodStepsState = "loss_scale.good_steps";
+static constexpr StringLiteral kSkippedStepsState = "loss_scale.skipped_steps";
+
+/// The loss-scale state of an entry whose backward is seeded with the scale;
+/// none unless the settings train in fp16.
+static std::optional<LossScaling>
+addLossScaling(EntryBuilder &entry, const TrainSettings &settings,
+               RankedTensorType scalarType) {
+  if (!settings.scalesLoss())
+    return std::nullopt;
+  return LossScaling{
+      entry.addState(scalarType, kLossScaleState, settings.lossScale),
+      entry.addState(scalarType, kGoodStepsState)};
+}
+
 /// The state names each optimizer keeps per parameter.
 static SmallVector<std::string, 2>
 stateSuffixes(const TrainSettings &settings) {
@@ -212,9 +254,16 @@ stateSuffixes(const TrainSettings &settings) {
 /// The update of every parameter from its gradient: the step counter, the
 /// schedule, clipping and the optimizer. Adds the arguments for the state,
 /// and the results: lr, [grad_norm], new params, new state, new step.
+///
+/// With `scaling`, the gradients are those of the loss times the scale: the
+/// norm of the scaled gradients decides whether the step is skipped (not
+/// finite: parameters, state and step counter stay as they were) and the
+/// scale's next value; the updates unscale through their grad_scale; the
+/// results add loss_scale and skipped, then the scaling state.
 static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
                         ArrayRef<Parameter> params, ArrayRef<Value> paramValues,
-                        ArrayRef<Value> gradients) {
+                        ArrayRef<Value> gradients,
+                        std::optional<LossScaling> scaling) {
   OpBuilder &builder = entry.builder;
   Location loc = entry.loc;
   RankedTensorType scalarType = getScalarType(params, builder.getContext());
@@ -239,14 +288,32 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
       builder.getI64IntegerAttr(settings.steps),
       builder.getF64FloatAttr(settings.finalFraction));
 
-  Value scale, norm;
-  if (settings.clip > 0.0) {
+  // The gradients' scale: the clipping factor, and 1 / loss scale.
+  Value scale, norm, unscale, newLossScale, newGoodSteps, skip;
+  if (scaling) {
+    Value scaledNorm = GlobalNormOp::create(builder, loc, scalarType, gradients);
+    unscale = DivOp::create(builder, loc, entry.constant(scalarType, 1.0),
+                            scaling->scale);
+    norm = MulOp::create(builder, loc, scaledNorm, unscale);
+    auto update = LossScaleUpdateOp::create(
+        builder, loc, scaledNorm, scaling->scale, scaling->goodSteps,
+        builder.getF64FloatAttr(settings.lossScaleGrowth),
+        builder.getF64FloatAttr(settings.lossScaleBackoff),
+        builder.getI64IntegerAttr(settings.lossScaleInterval));
+    newLossScale = update.getNewScale();
+    newGoodSteps = update.getNewGoodSteps();
+    skip = update.getSkip();
+  } else if (settings.clip > 0.0) {
     norm = GlobalNormOp::create(builder, loc, scalarType, gradients);
+  }
+  if (settings.clip > 0.0)
     scale = ClipScaleOp::create(builder, loc, scalarType, norm,
                                 builder.getF64FloatAttr(settings.clip));
-  } else {
+  if (unscale)
+    scale = scale ? Value(MulOp::create(builder, loc, scale, unscale))
+                  : unscale;
+  if (!scale)
     scale = entry.constant(scalarType, 1.0);
-  }
 
   SmallVector<Value> newParams;
   SmallVector<SmallVector<Value, 2>> newStates;
@@ -260,32 +327,46 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
           builder, loc, value, gradient, state[0], state[1], lr, t, scale,
           builder.getF64FloatAttr(settings.beta1),
           builder.getF64FloatAttr(settings.beta2),
-          builder.getF64FloatAttr(settings.eps), decay);
+          builder.getF64FloatAttr(settings.eps), decay, skip);
       newParams.push_back(update.getNewParam());
       newStates.back() = {update.getNewM(), update.getNewV()};
     } else if (settings.optimizer == "momentum") {
       auto update = MomentumUpdateOp::create(
           builder, loc, value, gradient, state[0], lr, scale,
           builder.getF64FloatAttr(settings.momentum), decay,
-          settings.nesterov ? builder.getUnitAttr() : UnitAttr());
+          settings.nesterov ? builder.getUnitAttr() : UnitAttr(), skip);
       newParams.push_back(update.getNewParam());
       newStates.back() = {update.getNewBuffer()};
     } else {
-      newParams.push_back(
-          SgdUpdateOp::create(builder, loc, value, gradient, lr, scale, decay));
+      newParams.push_back(SgdUpdateOp::create(builder, loc, value, gradient, lr,
+                                              scale, decay, skip));
     }
   }
 
   entry.addOutput(lr, "lr");
   if (norm)
     entry.addOutput(norm, "grad_norm");
+  if (scaling) {
+    entry.addOutput(newLossScale, "loss_scale");
+    entry.addOutput(skip, "skipped");
+  }
   for (auto [param, newParam] : llvm::zip_equal(params, newParams))
     entry.addUpdate(newParam, param.name);
   SmallVector<std::string, 2> suffixes = stateSuffixes(settings);
   for (auto [param, newState] : llvm::zip_equal(params, newStates))
     for (auto [suffix, value] : llvm::zip_equal(suffixes, newState))
       entry.addUpdate(value, param.name + "." + suffix);
-  entry.addUpdate(t, "optimizer.step");
+  if (!scaling) {
+    entry.addUpdate(t, "optimizer.step");
+    return;
+  }
+  // A skipped step does not count: t - skip.
+  entry.addUpdate(SubOp::create(builder, loc, t, skip), "optimizer.step");
+  entry.addUpdate(newLossScale, kLossScaleState);
+  entry.addUpdate(newGoodSteps, kGoodStepsState);
+  Value skipped = entry.addState(scalarType, kSkippedStepsState);
+  entry.addUpdate(AddOp::create(builder, loc, skipped, skip),
+                  kSkippedStepsState);
 }
 
 /// Copies the forward's arguments (params and inputs, with their attributes)
@@ -315,21 +396,23 @@ static void addForwardResults(EntryBuilder &entry, func::FuncOp forward,
 static LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
                                     const TrainSettings &settings) {
   EntryBuilder entry(module, "train_step", forward.getLoc());
+  SmallVector<Parameter> params = collectParameters(forward);
   SmallVector<Value> arguments = addForwardArguments(entry, forward);
-  FailureOr<ForwardAndGradients> built =
-      buildGradients(entry.builder, forward, arguments);
+  std::optional<LossScaling> scaling = addLossScaling(
+      entry, settings, getScalarType(params, module.getContext()));
+  FailureOr<ForwardAndGradients> built = buildGradients(
+      entry.builder, forward, arguments, scaling ? scaling->scale : Value());
   if (failed(built))
     return failure();
   addForwardResults(entry, forward, *built);
 
-  SmallVector<Parameter> params = collectParameters(forward);
   SmallVector<Value> paramValues, gradients;
   for (auto [param, gradient] :
        llvm::zip_equal(params, built->parameterGradients)) {
     paramValues.push_back(arguments[param.argumentIndex]);
     gradients.push_back(gradient.gradient);
   }
-  buildUpdate(entry, settings, params, paramValues, gradients);
+  buildUpdate(entry, settings, params, paramValues, gradients, scaling);
   entry.finish();
   return success();
 }
@@ -348,8 +431,11 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
     for (const Parameter &param : params)
       accumulators.push_back(
           entry.addState(param.type, param.name + ".grad_acc"));
-    FailureOr<ForwardAndGradients> built =
-        buildGradients(entry.builder, forward, arguments);
+    // The accumulators hold the scaled gradients; @apply_step unscales.
+    std::optional<LossScaling> scaling = addLossScaling(
+        entry, settings, getScalarType(params, module.getContext()));
+    FailureOr<ForwardAndGradients> built = buildGradients(
+        entry.builder, forward, arguments, scaling ? scaling->scale : Value());
     if (failed(built))
       return failure();
     addForwardResults(entry, forward, *built);
@@ -374,7 +460,9 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
     gradients.push_back(MulOp::create(
         entry.builder, entry.loc, accumulator,
         entry.constant(param.type, 1.0 / double(settings.accumulate))));
-  buildUpdate(entry, settings, params, paramValues, gradients);
+  std::optional<LossScaling> scaling = addLossScaling(
+      entry, settings, getScalarType(params, module.getContext()));
+  buildUpdate(entry, settings, params, paramValues, gradients, scaling);
   for (auto [param, accumulator] : llvm::zip_equal(params, accumulators))
     entry.addUpdate(entry.constant(param.type, 0.0), param.name + ".grad_acc");
   entry.finish();

@@ -207,9 +207,11 @@ LogicalResult EntryOp::verify() {
             MemRefType::get({2}, builder.getIntegerType(64)))))
       return failure();
     if (getArgAttr(index, KernelDialect::kInitAttr) &&
-        kind.getValue() != BufferKind::Param)
+        kind.getValue() != BufferKind::Param &&
+        kind.getValue() != BufferKind::OptimizerState)
       return emitOpError() << "argument " << index
-                           << " has an initializer but is not a parameter";
+                           << " has an initializer but is not a parameter "
+                              "or optimizer state";
   }
   return success();
 }

@@ -41,7 +41,8 @@ struct ForwardAndGradients {
 /// Builds the forward and the backward of `forward` at `builder`'s insertion
 /// point: clones the forward's body with `arguments` (one per argument of
 /// `forward`, of its type) in place of its arguments, then walks the cloned
-/// ops in reverse from d(loss) = 1, asking each op for its VJP through
+/// ops in reverse from d(loss) = 1 (or `lossSeed`, a value of the loss's
+/// type: fp16's loss scale), asking each op for its VJP through
 /// DifferentiableOpInterface and adding up the cotangents of values used more
 /// than once. Only values that depend on a parameter are differentiated;
 /// integer values never are. A parameter with no path to the loss gets a zero
@@ -51,9 +52,9 @@ struct ForwardAndGradients {
 /// Errors (no loss, an op on the path without a VJP, a VJP of the wrong
 /// type) are emitted at the offending location and return failure; the ops
 /// built so far are then left in place for the caller to discard.
-mlir::FailureOr<ForwardAndGradients> buildGradients(mlir::OpBuilder &builder,
-                                                    mlir::func::FuncOp forward,
-                                                    mlir::ValueRange arguments);
+mlir::FailureOr<ForwardAndGradients>
+buildGradients(mlir::OpBuilder &builder, mlir::func::FuncOp forward,
+               mlir::ValueRange arguments, mlir::Value lossSeed = {});
 
 /// Builds `func.func @<name>` next to `forward`, with its arguments and
 /// argument attributes, returning the loss, the forward's other results (with

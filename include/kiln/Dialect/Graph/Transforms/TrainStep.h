@@ -47,9 +47,21 @@ struct TrainSettings {
   /// (--graph-mixed-precision's policy), and where it was set.
   std::string precision = "fp32";
   std::optional<mlir::Location> precisionLoc;
+  /// fp16's dynamic loss scaling (the train block's `loss_scale =
+  /// dynamic(init=..., interval=...)`; PyTorch GradScaler's defaults): the
+  /// initial scale, the factors on overflow and after `lossScaleInterval`
+  /// clean steps. `lossScaleLoc` is set where the train block gave them.
+  double lossScale = 65536.0;
+  double lossScaleGrowth = 2.0;
+  double lossScaleBackoff = 0.5;
+  int64_t lossScaleInterval = 2000;
+  std::optional<mlir::Location> lossScaleLoc;
 
   /// Reads `graph.train` from `module` (defaults where absent).
   static mlir::FailureOr<TrainSettings> fromModule(mlir::ModuleOp module);
+  /// Whether the step scales the loss (fp16 trains with dynamic loss
+  /// scaling; fp32 and bf16 need none).
+  bool scalesLoss() const { return precision == "fp16"; }
   /// Whether a parameter of `rank` gets weight decay.
   bool decays(int64_t rank) const { return decayAll || rank >= 2; }
 };
@@ -64,7 +76,12 @@ struct TrainSettings {
 /// State arguments carry `graph.state = "<name>"` (zero-initialized:
 /// `<param>.adam_m`, `<param>.adam_v`, `<param>.momentum`,
 /// `<param>.grad_acc`, `optimizer.step`); each new value carries
-/// `graph.update = "<name>"`.
+/// `graph.update = "<name>"`. With fp16 (TrainSettings::scalesLoss) the
+/// backward is seeded with the state `loss_scale.scale` (initialized to the
+/// initial scale) and the update skips steps whose scaled gradients are not
+/// finite (graph.loss_scale_update), with `loss_scale.good_steps` and
+/// `loss_scale.skipped_steps` as state and `loss_scale` and `skipped` as
+/// outputs.
 mlir::LogicalResult buildTrainFunctions(mlir::ModuleOp module,
                                         const TrainSettings &settings);
 

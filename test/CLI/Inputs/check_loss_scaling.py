@@ -1,0 +1,76 @@
+"""Checks fp16 loss-scaling runs from their metrics and checkpoints.
+
+  metrics FILE KEY=VALUE,...  each step's record: `skipped` and `loss_scale`
+                              per step, given as lists (`skipped=1,1,0`,
+                              `scale=4,8,8`, rounded to f32)
+  unchanged A B               every tensor but loss_scale.* equal, byte for
+                              byte, in safetensors files A and B; prints the
+                              loss_scale.* values of B
+  close A B TOL               the final training loss of metrics A and B
+                              within TOL (relative)
+  tensors A B TOL             every f32 tensor of safetensors A within TOL of
+                              B's: ||a - b|| / ||b|| per tensor
+"""
+import json
+import struct
+import sys
+
+
+def steps(path):
+    return [r for r in map(json.loads, open(path)) if 'loss' in r]
+
+
+def tensors(path):
+    with open(path, 'rb') as f:
+        n = struct.unpack('<Q', f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {k: data[v['data_offsets'][0]:v['data_offsets'][1]]
+            for k, v in header.items() if k != '__metadata__'}
+
+
+def main():
+    command = sys.argv[1]
+    if command == 'metrics':
+        records = steps(sys.argv[2])
+        for field in sys.argv[3:]:
+            key, values = field.split('=')
+            # As the f32 scalars the step computes.
+            want = [struct.unpack('<f', struct.pack('<f', float(v)))[0]
+                    for v in values.split(',')]
+            got = [float(r['skipped' if key == 'skipped' else 'loss_scale'])
+                   for r in records]
+            assert got == want, (key, got, want)
+        print('steps', len(records), 'ok')
+    elif command == 'unchanged':
+        a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+        assert a.keys() == b.keys(), (a.keys(), b.keys())
+        changed = [k for k in a if a[k] != b[k] and not k.startswith('loss_scale.')]
+        assert not changed, changed
+        for k in sorted(b):
+            if k.startswith('loss_scale.'):
+                print(k, struct.unpack('<f', b[k])[0])
+    elif command == 'close':
+        a, b = steps(sys.argv[2])[-1]['loss'], steps(sys.argv[3])[-1]['loss']
+        tol = float(sys.argv[4])
+        print('final losses', a, b)
+        assert abs(a - b) <= tol * abs(b), (a, b)
+    elif command == 'tensors':
+        a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+        tol = float(sys.argv[4])
+        assert a.keys() == b.keys(), (a.keys(), b.keys())
+        worst = 0.0
+        for k in sorted(b):
+            x = struct.unpack('<%df' % (len(a[k]) // 4), a[k])
+            y = struct.unpack('<%df' % (len(b[k]) // 4), b[k])
+            diff = sum((p - q) ** 2 for p, q in zip(x, y)) ** 0.5
+            norm = sum(q * q for q in y) ** 0.5
+            error = diff / norm if norm else diff
+            assert error <= tol, (k, error)
+            worst = max(worst, error)
+        print('tensors', len(b), 'worst', worst)
+    else:
+        raise SystemExit('unknown command ' + command)
+
+
+main()
