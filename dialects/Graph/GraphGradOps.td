@@ -194,7 +194,8 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Graph_LowPrecisionComput
 
 def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [Graph_FullPrecisionCompute, Pure,
     AllTypesMatch<["logits", "logits_grad"]>,
-    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface>]> {
   let summary = "VJP of `graph.cross_entropy`: dlogits from the scalar dloss.";
   let description = [{
     With `N` rows and `C` classes, `q = (1 - s) onehot(target) + s / C` the

@@ -292,7 +292,7 @@ def Graph_SplitOp : Graph_Op<"split", [Pure,
 // Neural-network ops
 //===----------------------------------------------------------------------===//
 
-def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure,
+def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, Graph_LowPrecisionCompute,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Gathers rows of a `[V, D]` table: result is `ids.shape + [D]`.";
@@ -390,6 +390,7 @@ def Graph_AttentionOp : Graph_Op<"attention", [Graph_LowPrecisionCompute, Pure,
 
 def Graph_CrossEntropyOp : Graph_Op<"cross_entropy", [Graph_FullPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusionAnchorOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
   let summary = "Mean softmax cross-entropy of logits against integer targets.";
   let description = [{

@@ -273,7 +273,8 @@ def GraphFuse : Pass<"graph-fuse", "::mlir::ModuleOp"> {
       users are all such data movement (a bias add before the q/k/v split),
       so that the original dies and nothing is computed twice beyond a
       cheap op per element.
-    An anchor (FusionAnchorOpInterface: a reduction, a layer norm) roots a
+    An anchor (FusionAnchorOpInterface: a reduction, a layer norm, a
+    cross-entropy or its gradient) roots a
     group too, over the shape of its fused operand, whose producers join by
     the same rules; an expensive producer only when the anchor reads each
     element once (a reduction, not a layer norm's three passes), and into an

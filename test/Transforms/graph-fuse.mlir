@@ -193,3 +193,23 @@ func.func @transpose_into_column_sum(%a: tensor<8x4xf32>, %b: tensor<4x8xf32>) -
   %s = graph.reduce sum %d {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
   return %s, %d : tensor<8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// The cross-entropy and its gradient are anchors on their logits: a cast up
+// from bf16 read by both is computed in each of their kernels, so only the
+// bf16 logits live on to the backward.
+// CHECK-LABEL: func.func @logits_cast_into_both_losses
+func.func @logits_cast_into_both_losses(%logits: tensor<4x16xbf16>, %y: tensor<4xi32>, %seed: tensor<f32>) -> (tensor<f32>, tensor<4x16xf32>) {
+  // CHECK-NOT: graph.cast
+  // CHECK: graph.fusion -> (tensor<f32>) {
+  // CHECK-NEXT: graph.cast %{{.*}} : tensor<4x16xbf16> -> tensor<4x16xf32>
+  // CHECK-NEXT: graph.cross_entropy
+  // CHECK: graph.fusion -> (tensor<4x16xf32>) {
+  // CHECK-NEXT: graph.cast %{{.*}} : tensor<4x16xbf16> -> tensor<4x16xf32>
+  // CHECK-NEXT: graph.cross_entropy_grad
+  %wide = graph.cast %logits : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %loss = graph.cross_entropy %wide, %y : tensor<4x16xf32>, tensor<4xi32> -> tensor<f32>
+  %grad = graph.cross_entropy_grad %seed, %wide, %y : tensor<f32>, tensor<4x16xf32>, tensor<4xi32>
+  return %loss, %grad : tensor<f32>, tensor<4x16xf32>
+}

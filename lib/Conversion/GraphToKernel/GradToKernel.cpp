@@ -223,11 +223,15 @@ struct CrossEntropyGradToKernel
     targetWeight.add(onTarget, llvm::APFloat::rmNearestTiesToEven);
 
     Value result = lowering.allocateResult(op.getResult());
-    Value buffers[] = {
+    // The logits through an ElementSource: inside a fusion region (a cast
+    // up from the low precision), their producers are computed here.
+    ElementSource logits =
+        lowering.getElementSource(op.getLogits(), {rows, classes});
+    SmallVector<Value> buffers = {
         lowering.lookup(op.getResultGrad()),
-        lowering.view(lowering.lookup(op.getLogits()), {rows, classes}),
         lowering.view(lowering.lookup(op.getTargets()), {rows}),
         lowering.view(result, {rows, classes}), lowering.getStatus()};
+    llvm::append_range(buffers, logits.getBuffers());
     if (rows > 0)
       lowering.launch(
           op.getLoc(), op->getName().getStringRef(), buffers, rows, 3 * classes,
@@ -235,24 +239,26 @@ struct CrossEntropyGradToKernel
             kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                               Value r) {
               Value target = kb::toI64(
-                  b, loc, memref::LoadOp::create(b, loc, args[2], r));
+                  b, loc, memref::LoadOp::create(b, loc, args[1], r));
               auto ifOp = scf::IfOp::create(
                   b, loc, kb::isOutside(b, loc, target, classes), false);
               {
                 OpBuilder::InsertionGuard guard(b);
                 b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-                kb::recordStatus(b, loc, args[4], KernelStatus::BadTarget,
+                kb::recordStatus(b, loc, args[3], KernelStatus::BadTarget,
                                  target);
               }
-              auto load = [&](OpBuilder &b, Location loc, Value c) -> Value {
-                return memref::LoadOp::create(b, loc, args[1],
-                                              ValueRange{r, c});
+              auto load = [&](OpBuilder &b, Location loc, Value c,
+                              bool covering = false) -> Value {
+                return logits.read(b, loc, args.drop_front(4), {r, c},
+                                   covering);
               };
               Value max = kb::forLoop(
                   b, loc, classes, kb::negativeInfinity(b, loc, elementType),
                   [&](OpBuilder &b, Location loc, Value c,
                       ValueRange acc) -> SmallVector<Value> {
-                    return {kb::stdMax(b, loc, acc[0], load(b, loc, c))};
+                    return {kb::stdMax(b, loc, acc[0],
+                                       load(b, loc, c, /*covering=*/true))};
                   })[0];
               Value sumExp = kb::forLoop(
                   b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
@@ -289,7 +295,7 @@ struct CrossEntropyGradToKernel
                     Value dx = arith::MulFOp::create(
                         b, loc, rowScale,
                         arith::SubFOp::create(b, loc, probability, weight));
-                    memref::StoreOp::create(b, loc, dx, args[3],
+                    memref::StoreOp::create(b, loc, dx, args[2],
                                             ValueRange{r, c});
                     return {};
                   });

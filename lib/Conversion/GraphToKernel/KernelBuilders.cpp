@@ -173,32 +173,12 @@ Value kiln::kb::narrow(OpBuilder &b, Location loc, Value value, Type storage) {
 
 Value kiln::kb::buildComputeScalar(OpBuilder &b, Location loc, Operation *op,
                                    unsigned result, ValueRange operands) {
-  auto castOp = dyn_cast<graph::CastOp>(op);
-  if (!castOp)
-    return cast<graph::FusibleOpInterface>(op).buildScalar(b, loc, result,
-                                                           operands);
-  Value x = operands[0];
-  Type to = castOp.getType().getElementType();
-  Type compute = computeType(to);
-  if (x.getType() == compute && to == compute)
-    return x;
-  bool fromFloat = isa<FloatType>(x.getType()), toFloat = isa<FloatType>(to);
-  // The conversion to the storage type, as graph.cast defines it...
-  Value converted;
-  if (fromFloat && toFloat)
-    converted = x.getType().getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
-                    ? arith::ExtFOp::create(b, loc, to, x).getResult()
-                    : arith::TruncFOp::create(b, loc, to, x).getResult();
-  else if (fromFloat)
-    converted = arith::FPToSIOp::create(b, loc, to, x);
-  else if (toFloat)
-    converted = arith::SIToFPOp::create(b, loc, to, x);
-  else if (x.getType().getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
-    converted = arith::TruncIOp::create(b, loc, to, x);
-  else
-    converted = arith::ExtSIOp::create(b, loc, to, x);
-  // ...then back in the compute type.
-  return widen(b, loc, converted);
+  // Only a cast can make a 16-bit value of compute-type operands (it
+  // converts from the element it is given): it rounds, then the value goes
+  // on in the compute type.
+  return widen(b, loc,
+               cast<graph::FusibleOpInterface>(op).buildScalar(b, loc, result,
+                                                               operands));
 }
 
 int64_t kiln::kb::rangeOfShape(ArrayRef<int64_t> shape) {

@@ -248,33 +248,40 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
 
     Value rowLosses = lowering.allocateTransient(
         MemRefType::get({rows}, elementType));
-    Value buffers[] = {
-        lowering.view(lowering.lookup(op.getLogits()), {rows, classes}),
+    // The logits through an ElementSource: inside a fusion region (a cast
+    // up from the low precision), their producers are computed here.
+    ElementSource logits =
+        lowering.getElementSource(op.getLogits(), {rows, classes});
+    SmallVector<Value> buffers = {
         lowering.view(lowering.lookup(op.getTargets()), {rows}), rowLosses,
         lowering.getStatus()};
+    llvm::append_range(buffers, logits.getBuffers());
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, rows, classes,
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
                                             Value r) {
             Value target =
-                toI64(b, loc, memref::LoadOp::create(b, loc, args[1], r));
+                toI64(b, loc, memref::LoadOp::create(b, loc, args[0], r));
             auto ifOp = scf::IfOp::create(
                 b, loc, isOutside(b, loc, target, classes), false);
             {
               OpBuilder::InsertionGuard guard(b);
               b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-              kb::recordStatus(b, loc, args[3], KernelStatus::BadTarget,
+              kb::recordStatus(b, loc, args[2], KernelStatus::BadTarget,
                                target);
             }
-            auto load = [&](OpBuilder &b, Location loc, Value c) -> Value {
-              return memref::LoadOp::create(b, loc, args[0], ValueRange{r, c});
+            auto load = [&](OpBuilder &b, Location loc, Value c,
+                            bool covering = false) -> Value {
+              return logits.read(b, loc, args.drop_front(3), {r, c},
+                                 covering);
             };
             Value max = kb::forLoop(
                 b, loc, classes, kb::negativeInfinity(b, loc, elementType),
                 [&](OpBuilder &b, Location loc, Value c,
                     ValueRange acc) -> SmallVector<Value> {
-                  return {stdMax(b, loc, acc[0], load(b, loc, c))};
+                  return {stdMax(b, loc, acc[0],
+                                 load(b, loc, c, /*covering=*/true))};
                 })[0];
             Value sumExp = kb::forLoop(
                 b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
@@ -304,7 +311,7 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
                                             logSumExp));
                   return {arith::SubFOp::create(b, loc, acc[0], term)};
                 })[0];
-            memref::StoreOp::create(b, loc, loss, args[2], r);
+            memref::StoreOp::create(b, loc, loss, args[1], r);
           });
         });
 

@@ -209,8 +209,10 @@ int64_t PowOp::getFlopsPerElement() { return kMathFunctionFlops; }
 /// zero, integer to float rounds, i64 to i32 wraps, i32 to i64 extends.
 Value CastOp::buildScalar(OpBuilder &b, Location loc, unsigned,
                           ValueRange in) {
+  // From the element as given (a kernel may hand a 16-bit float's element
+  // over widened to f32): the same conversion, as the types ask.
   Value x = in[0];
-  Type from = getInput().getType().getElementType();
+  Type from = x.getType();
   Type to = getType().getElementType();
   if (from == to)
     return x;
@@ -405,6 +407,15 @@ bool ReduceOp::walksColumns() {
       return false;
   return true;
 }
+
+/// The logits: a cast up from the low precision (mixed precision) is
+/// computed in the kernel, so the backward keeps the 16-bit logits only.
+/// Three passes: the max, the sum of exponentials, then the loss or the
+/// gradient.
+unsigned CrossEntropyOp::getFusedOperandIndex() { return 0; }
+int64_t CrossEntropyOp::getReadsPerElement() { return 3; }
+unsigned CrossEntropyGradOp::getFusedOperandIndex() { return 1; }
+int64_t CrossEntropyGradOp::getReadsPerElement() { return 3; }
 
 unsigned LayerNormOp::getFusedOperandIndex() { return 0; }
 /// The mean, the variance, then the normalized value.

@@ -232,15 +232,24 @@ private:
     if (expensive)
       return std::nullopt;
     // Arithmetic is duplicated only where its other users are data
-    // movement that other regions will duplicate too (the original then
-    // dies), never where the value is needed anyway (a residual stream).
+    // movement that other regions will duplicate too, or anchors that
+    // compute it in their own kernels (the logits cast up for both the
+    // cross-entropy and its gradient): the original then dies. Never where
+    // the value is needed anyway (a residual stream).
+    auto computesItToo = [](OpOperand &use) {
+      auto anchor = dyn_cast<FusionAnchorOpInterface>(use.getOwner());
+      return anchor &&
+             use.getOperandNumber() == anchor.getFusedOperandIndex();
+    };
     if (fusible.getFlopsPerElement() > 0)
       for (OpResult result : producer->getResults())
-        for (Operation *user : result.getUsers())
-          if (!isMovedMember(group, user) &&
+        for (OpOperand &use : result.getUses()) {
+          Operation *user = use.getOwner();
+          if (!isMovedMember(group, user) && !computesItToo(use) &&
               (!isFusible(user) ||
                cast<FusibleOpInterface>(user).getFlopsPerElement() > 0))
             return std::nullopt;
+        }
     // Duplicate a cheap op when the group reads no more bytes for it.
     int64_t replaced = 0, added = 0;
     for (OpResult result : producer->getResults())
