@@ -132,8 +132,10 @@ def Graph_FusionAnchorOpInterface : OpInterface<"FusionAnchorOpInterface"> {
 //===----------------------------------------------------------------------===//
 
 /// An op that takes its float operands in the low precision of a mixed
-/// policy and accumulates in f32 inside (a GEMM, attention): its operands
-/// are cast down and its float results stored in the low precision.
+/// policy and accumulates in f32 inside (a GEMM, attention), or only moves
+/// them (an embedding's gather: the rows the model stores are activations):
+/// its operands are cast down and its float results stored in the low
+/// precision.
 def Graph_LowPrecisionCompute : NativeOpTrait<"LowPrecisionCompute"> {
   let cppNamespace = "::kiln::graph";
 }

@@ -83,3 +83,35 @@ func.func @update(%w: tensor<8x8xf32>, %x: tensor<4x8xf32>, %dy: tensor<4x8xf32>
   %new = graph.sgd_update %w, %dw, %lr, %step {weight_decay = 0.000000e+00 : f64} : tensor<8x8xf32>, tensor<f32>
   return %new, %sum : tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A GEMM of the backward reading a reshaped or transposed forward value
+// (the weight gradient's input) narrows it through the cast the forward
+// made, reshaped again: the f32 layer_norm output then dies in the forward.
+// An embedding's rows are activations: stored low, its table cast down
+// once with the tied head's.
+// CHECK-LABEL: func.func @reused_narrow_casts
+func.func @reused_narrow_casts(%ids: tensor<4xi32>, %table: tensor<16x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %w: tensor<8x8xf32>, %dy: tensor<2x8xf32>) -> (tensor<16x4xf32>, tensor<16x8xf32>) {
+  // CHECK: %[[TL:.*]] = graph.cast %{{.*}} : tensor<16x8xf32> -> tensor<16x8xbf16>
+  // CHECK: %[[E:.*]] = graph.embedding %[[TL]], %{{.*}} : tensor<16x8xbf16>, tensor<4xi32> -> tensor<4x8xbf16>
+  // CHECK: %[[EF:.*]] = graph.cast %[[E]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+  // CHECK: %[[N:.*]] = graph.layer_norm %[[EF]]
+  // CHECK: %[[NL:.*]] = graph.cast %[[N]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+  // CHECK: graph.matmul %[[NL]]
+  // CHECK: %[[TT:.*]] = graph.transpose %[[TL]] {perm = array<i64: 1, 0>} : tensor<16x8xbf16> -> tensor<8x16xbf16>
+  // CHECK: graph.matmul %[[NL]], %[[TT]]
+  // CHECK: %[[NR:.*]] = graph.reshape %[[NL]] : tensor<4x8xbf16> -> tensor<2x16xbf16>
+  // CHECK: graph.matmul %[[NR]], %{{.*}} {transpose_lhs}
+  // CHECK-NOT: tensor<2x16xf32> -> tensor<2x16xbf16>
+  // CHECK-NOT: graph.reshape %[[N]]
+  %e = graph.embedding %table, %ids : tensor<16x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+  %n = graph.layer_norm %e, %g, %b {eps = 1.000000e-05 : f64} : tensor<4x8xf32>, tensor<8xf32>
+  %h = graph.matmul %n, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %t = graph.transpose %table {perm = array<i64: 1, 0>} : tensor<16x8xf32> -> tensor<8x16xf32>
+  %logits = graph.matmul %n, %t : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %lt = graph.transpose %logits {perm = array<i64: 1, 0>} : tensor<4x16xf32> -> tensor<16x4xf32>
+  %nr = graph.reshape %n : tensor<4x8xf32> -> tensor<2x16xf32>
+  %dw = graph.matmul %nr, %dy {transpose_lhs} : tensor<2x16xf32>, tensor<2x8xf32> -> tensor<16x8xf32>
+  return %lt, %dw : tensor<16x4xf32>, tensor<16x8xf32>
+}

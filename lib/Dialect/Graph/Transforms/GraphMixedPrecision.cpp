@@ -73,8 +73,11 @@ private:
   /// `reader` (so that what lives on to later readers, such as the
   /// backward, is the narrow value; the cast fuses into the reader).
   Value castTo(Value value, FloatType to, Operation *reader);
-  /// A constant converted, or a broadcast or reshape of a value redone on
-  /// the value cast (so that a bias is cast before it is broadcast).
+  /// A constant converted, or a broadcast, reshape or transpose of a value
+  /// redone on the value cast (so that a bias is cast before it is
+  /// broadcast, and a GEMM of the backward that reads a reshaped forward
+  /// value narrows it through the cast the forward made: the f32 value
+  /// then dies in the forward).
   Value castBeneath(Value value, FloatType to);
   /// Sets the managed float results of `op` to element type `to`.
   void setResultElementType(Operation *op, FloatType to);
@@ -133,7 +136,9 @@ Value PrecisionRewriter::castTo(Value value, FloatType to, Operation *reader) {
       widened && floatElementType(widened.getInput()) == to &&
       to.getWidth() < from.getWidth())
     result = widened.getInput();
-  else if (isConstantLike(value) || value.getDefiningOp<BroadcastOp>())
+  else if (isConstantLike(value) || value.getDefiningOp<BroadcastOp>() ||
+           (!widening && isa_and_present<ReshapeOp, TransposeOp>(
+                             value.getDefiningOp())))
     result = castBeneath(value, to);
   if (!result) {
     OpBuilder builder(value.getContext());
@@ -236,10 +241,11 @@ LogicalResult PrecisionRewriter::run(func::FuncOp function) {
     if (failed(rewrite(op)))
       return failure();
   }
-  // Broadcasts and constants redone on cast values leave their originals
-  // unused.
+  // Data movement and constants redone on cast values leave their
+  // originals unused.
   for (Operation *op : llvm::reverse(ops))
-    if (op->use_empty() && isa<BroadcastOp, ReshapeOp, ConstantOp>(op))
+    if (op->use_empty() &&
+        isa<BroadcastOp, ReshapeOp, TransposeOp, ConstantOp>(op))
       op->erase();
   Operation *terminator = body.getTerminator();
   for (auto [operand, declared] : llvm::zip_equal(terminator->getOpOperands(),
