@@ -8,12 +8,16 @@
 #     rounds of STEPS-step runs: the medians of the per-round ratios
 #     fp32/bf16 and fp32/fp16 (> 1: the low precision is faster);
 #  3. activation and peak bytes from `kiln compile --stats`.
-# Usage: bench/precision.sh [ROUNDS] [STEPS]
+# Usage: bench/precision.sh [ROUNDS] [STEPS] [PARTS]
+# PARTS: "all" (default), or any of "full", "time", "bytes" joined by
+# commas, to rerun one part.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kiln="${KILN:-$root/build/bin/kiln}"
 rounds="${1:-5}"
 steps="${2:-40}"
+parts="${3:-all}"
+run_part() { [[ "$parts" == all || ",$parts," == *",$1,"* ]]; }
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 model="$root/examples/gpt.kiln"
@@ -21,6 +25,7 @@ data=(--tokens "$root/examples/data/text/train.txt"
       --eval-tokens "$root/examples/data/text/valid.txt" --eval-batches 16)
 low=(bf16 fp16)
 
+if run_part full; then
 echo "== full length (the train block's steps)"
 for precision in fp32 "${low[@]}"; do
   "$kiln" train "$model" "${data[@]}" --precision "$precision" --quiet \
@@ -38,7 +43,9 @@ skipped = sum(1 for s in steps if s["skipped"])
 print(f"fp16: {skipped} of {len(steps)} steps skipped by loss scaling; "
       f"final scale {steps[-1]['loss_scale']:g}")
 PY
+fi
 
+if run_part time; then
 echo "== step time, $rounds interleaved rounds of $steps steps"
 for ((i = 0; i < rounds; ++i)); do
   for precision in fp32 "${low[@]}"; do
@@ -65,7 +72,9 @@ for i in range(rounds):
 for p in low:
     print(f"median fp32/{p} step-time ratio: {statistics.median(ratios[p]):.3f}")
 PY
+fi
 
+if run_part bytes; then
 echo "== activation bytes (kiln compile --stats)"
 for precision in fp32 "${low[@]}"; do
   "$kiln" compile "$model" --train --stats --precision "$precision" \
@@ -80,3 +89,4 @@ for p in low:
     for key in ("activation_bytes", "peak_bytes"):
         print(f"{key}: fp32 {a[key]} {p} {b[key]} {p}/fp32 {b[key] / a[key]:.3f}")
 PY
+fi
