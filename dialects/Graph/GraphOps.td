@@ -92,6 +92,12 @@ def Graph_SubOp : Graph_BinaryOp<"sub", "Elementwise subtraction.">;
 def Graph_MulOp : Graph_BinaryOp<"mul", "Elementwise multiplication.", [Commutative]>;
 def Graph_DivOp : Graph_BinaryOp<"div", "Elementwise division.">;
 def Graph_PowOp : Graph_BinaryOp<"pow", "Elementwise power lhs^rhs.">;
+def Graph_MaximumOp : Graph_BinaryOp<"maximum",
+    "Elementwise maximum: NaN where either is NaN, +0 over -0; a tie splits "
+    "the gradient in halves (as JAX and PyTorch).", [Commutative]>;
+def Graph_MinimumOp : Graph_BinaryOp<"minimum",
+    "Elementwise minimum: NaN where either is NaN, -0 under +0; a tie splits "
+    "the gradient in halves (as JAX and PyTorch).", [Commutative]>;
 
 //===----------------------------------------------------------------------===//
 // Linear algebra

@@ -30,6 +30,10 @@ StringRef ast::getBinaryOpSpelling(BinaryOp op) {
     return "@";
   case BinaryOp::Pow:
     return "**";
+  case BinaryOp::Maximum:
+    return "maximum";
+  case BinaryOp::Minimum:
+    return "minimum";
   }
   return "?";
 }

@@ -51,6 +51,34 @@ static Result emitPow(ModelEmitter &emitter, const CallArguments &args) {
                             args.get("x"), args.get("y"));
 }
 
+/// maximum(x, y), minimum(x, y): elementwise, broadcasting as `+` does.
+template <ast::BinaryOp Op>
+static Result emitExtremum(ModelEmitter &emitter, const CallArguments &args) {
+  return emitter.emitBinary(Op, args.getCallLoc(), args.get("x"),
+                            args.get("y"));
+}
+
+/// clamp(x, min=..., max=...): maximum(x, min) then minimum(.., max), so a
+/// value at a bound gets half its gradient (JAX's clip; PyTorch's clamp
+/// passes all of it).
+static Result emitClamp(ModelEmitter &emitter, const CallArguments &args) {
+  if (!args.has("min") && !args.has("max"))
+    return emitter.error(args.getCallLoc(),
+                         "clamp needs min=..., max=... or both");
+  EvalValue value = args.get("x");
+  if (args.has("min")) {
+    FailureOr<EvalValue> low = emitter.emitBinary(
+        ast::BinaryOp::Maximum, args.getCallLoc(), value, args.get("min"));
+    if (failed(low))
+      return failure();
+    value = *low;
+  }
+  if (args.has("max"))
+    return emitter.emitBinary(ast::BinaryOp::Minimum, args.getCallLoc(),
+                              value, args.get("max"));
+  return value;
+}
+
 //===----------------------------------------------------------------------===//
 // The table
 //===----------------------------------------------------------------------===//
@@ -74,6 +102,9 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["gelu"] = {{x}, emitUnary<graph::GeluOp>};
     table["neg"] = {{x}, emitUnary<graph::NegOp>};
     table["pow"] = {{x, {"y"}}, emitPow};
+    table["maximum"] = {{x, {"y"}}, emitExtremum<ast::BinaryOp::Maximum>};
+    table["minimum"] = {{x, {"y"}}, emitExtremum<ast::BinaryOp::Minimum>};
+    table["clamp"] = {{x, opt("min"), opt("max")}, emitClamp};
     table["matmul"] = {{{"a"}, {"b"}, opt("transpose_a"), opt("transpose_b")},
                        emitMatmul};
     table["transpose"] = {{x, opt("perm")}, emitTranspose};

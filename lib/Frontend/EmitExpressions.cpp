@@ -270,6 +270,12 @@ static FailureOr<int64_t> foldIntegers(ModelEmitter &emitter, ast::BinaryOp op,
       overflow = __builtin_mul_overflow(result, lhs, &result);
     break;
   }
+  case ast::BinaryOp::Maximum:
+    result = std::max(lhs, rhs);
+    break;
+  case ast::BinaryOp::Minimum:
+    result = std::min(lhs, rhs);
+    break;
   case ast::BinaryOp::MatMul:
     return emitter.error(loc, "'@' needs two tensors, got integers");
   }
@@ -290,6 +296,10 @@ static double foldFloats(ast::BinaryOp op, double lhs, double rhs) {
     return lhs / rhs;
   case ast::BinaryOp::Pow:
     return std::pow(lhs, rhs);
+  case ast::BinaryOp::Maximum:
+    return std::isnan(lhs) || std::isnan(rhs) ? NAN : std::max(lhs, rhs);
+  case ast::BinaryOp::Minimum:
+    return std::isnan(lhs) || std::isnan(rhs) ? NAN : std::min(lhs, rhs);
   case ast::BinaryOp::MatMul:
     break;
   }
@@ -412,6 +422,12 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
     break;
   case ast::BinaryOp::Pow:
     result = graph::PowOp::create(builder, loc, lhsValue, rhsValue);
+    break;
+  case ast::BinaryOp::Maximum:
+    result = graph::MaximumOp::create(builder, loc, lhsValue, rhsValue);
+    break;
+  case ast::BinaryOp::Minimum:
+    result = graph::MinimumOp::create(builder, loc, lhsValue, rhsValue);
     break;
   case ast::BinaryOp::MatMul:
     llvm_unreachable("handled above");

@@ -118,6 +118,25 @@ static std::function<T(T, T)> getBinaryFunction(Operation *op) {
       .Case([](graph::PowOp) -> Fn {
         return [](T a, T b) { return std::pow(a, b); };
       })
+      // IEEE 754-2019 maximum and minimum: NaN propagates, -0 < +0.
+      .Case([](graph::MaximumOp) -> Fn {
+        return [](T a, T b) {
+          if (std::isnan(a) || std::isnan(b))
+            return std::numeric_limits<T>::quiet_NaN();
+          if (a == b)
+            return std::signbit(a) ? b : a;
+          return a > b ? a : b;
+        };
+      })
+      .Case([](graph::MinimumOp) -> Fn {
+        return [](T a, T b) {
+          if (std::isnan(a) || std::isnan(b))
+            return std::numeric_limits<T>::quiet_NaN();
+          if (a == b)
+            return std::signbit(a) ? a : b;
+          return a < b ? a : b;
+        };
+      })
       .Default([](Operation *) -> Fn { return nullptr; });
 }
 

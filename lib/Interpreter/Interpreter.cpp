@@ -165,7 +165,7 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             graph::ReluOp, graph::GeluOp>(
           [&](auto) { return bindResult(op, evaluateUnary(op, in(0))); })
       .Case<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp,
-            graph::PowOp>([&](auto) {
+            graph::PowOp, graph::MaximumOp, graph::MinimumOp>([&](auto) {
         return bindResult(op, evaluateBinary(op, in(0), in(1)));
       })
       .Case([&](graph::MatmulOp m) {

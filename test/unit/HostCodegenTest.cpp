@@ -90,7 +90,8 @@ static const OpCase kOpCases[] = {
          "  return %y : tensor<4x33x$T>\n}",                                   \
          {{"a", {LOW, 3.0}}, {"b", {0.5, 2.0}}}}
     BINARY("add", -3.0), BINARY("sub", -3.0), BINARY("mul", -3.0),
-    BINARY("div", -3.0), BINARY("pow", 0.1),
+    BINARY("div", -3.0), BINARY("pow", 0.1), BINARY("maximum", -3.0),
+    BINARY("minimum", -3.0),
 #undef BINARY
     {"broadcast",
      "func.func @forward(" ARG("a", "tensor<7x$T>") ", " ARG("b", "tensor<5x1x$T>") ") -> "

@@ -167,9 +167,11 @@ private:
 };
 
 /// The infix operators.
-enum class BinaryOp { Add, Sub, Mul, Div, MatMul, Pow };
+enum class BinaryOp { Add, Sub, Mul, Div, MatMul, Pow, Maximum, Minimum };
 
-/// Returns the operator as written: "+", "-", "*", "/", "@", "**".
+/// Returns the operator as written: "+", "-", "*", "/", "@", "**"; the
+/// elementwise builtins that share the operators' broadcasting
+/// (`maximum(a, b)`, `minimum(a, b)`) by their names.
 llvm::StringRef getBinaryOpSpelling(BinaryOp op);
 
 /// `lhs op rhs`; getLoc() is the operator.

@@ -116,6 +116,8 @@ void kiln::populateElementwiseToKernelPatterns(
   patterns.add<ElementwiseToKernel<graph::MulOp>>();
   patterns.add<ElementwiseToKernel<graph::DivOp>>();
   patterns.add<ElementwiseToKernel<graph::PowOp>>();
+  patterns.add<ElementwiseToKernel<graph::MaximumOp>>();
+  patterns.add<ElementwiseToKernel<graph::MinimumOp>>();
   patterns.add<ElementwiseToKernel<graph::ReluGradOp>>();
   patterns.add<ElementwiseToKernel<graph::GeluGradOp>>();
   patterns.add<CastToKernel>();

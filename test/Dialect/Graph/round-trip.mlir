@@ -52,13 +52,17 @@ func.func @binary(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) -> tensor<4x8xbf16
   // CHECK: %[[MUL:.*]] = graph.mul %[[SUB]], %[[A]] : tensor<4x8xbf16>
   // CHECK: %[[DIV:.*]] = graph.div %[[MUL]], %[[B]] : tensor<4x8xbf16>
   // CHECK: %[[POW:.*]] = graph.pow %[[DIV]], %[[A]] : tensor<4x8xbf16>
-  // CHECK: return %[[POW]]
+  // CHECK: %[[MAX:.*]] = graph.maximum %[[POW]], %[[B]] : tensor<4x8xbf16>
+  // CHECK: %[[MIN:.*]] = graph.minimum %[[MAX]], %[[A]] : tensor<4x8xbf16>
+  // CHECK: return %[[MIN]]
   %0 = graph.add %a, %b : tensor<4x8xbf16>
   %1 = graph.sub %0, %b : tensor<4x8xbf16>
   %2 = graph.mul %1, %a : tensor<4x8xbf16>
   %3 = graph.div %2, %b : tensor<4x8xbf16>
   %4 = graph.pow %3, %a : tensor<4x8xbf16>
-  return %4 : tensor<4x8xbf16>
+  %5 = graph.maximum %4, %b : tensor<4x8xbf16>
+  %6 = graph.minimum %5, %a : tensor<4x8xbf16>
+  return %6 : tensor<4x8xbf16>
 }
 
 // CHECK-LABEL: func.func @matmul

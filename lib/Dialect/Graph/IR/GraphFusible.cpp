@@ -75,6 +75,8 @@ KILN_IDENTITY_MAPS(SubOp)
 KILN_IDENTITY_MAPS(MulOp)
 KILN_IDENTITY_MAPS(DivOp)
 KILN_IDENTITY_MAPS(PowOp)
+KILN_IDENTITY_MAPS(MaximumOp)
+KILN_IDENTITY_MAPS(MinimumOp)
 KILN_IDENTITY_MAPS(CastOp)
 KILN_IDENTITY_MAPS(ReluGradOp)
 KILN_IDENTITY_MAPS(GeluGradOp)
@@ -204,6 +206,19 @@ Value PowOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   return math::PowFOp::create(b, loc, in[0], in[1]);
 }
 int64_t PowOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
+/// IEEE 754-2019 maximum and minimum: NaN propagates, -0 < +0.
+Value MaximumOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                             ValueRange in) {
+  return arith::MaximumFOp::create(b, loc, in[0], in[1]);
+}
+int64_t MaximumOp::getFlopsPerElement() { return 1; }
+
+Value MinimumOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                             ValueRange in) {
+  return arith::MinimumFOp::create(b, loc, in[0], in[1]);
+}
+int64_t MinimumOp::getFlopsPerElement() { return 1; }
 
 /// Float to float rounds to nearest even, float to integer truncates toward
 /// zero, integer to float rounds, i64 to i32 wraps, i32 to i64 extends.

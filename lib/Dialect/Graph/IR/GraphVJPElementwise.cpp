@@ -234,6 +234,44 @@ LogicalResult PowOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   return success();
 }
 
+/// The cotangents of max(lhs, rhs) (or of min with `isMinimum`): dy to the
+/// larger (smaller) operand, halves of it to both where they tie (JAX's and
+/// PyTorch's rule), from the ReLU gradients of lhs - rhs and rhs - lhs.
+static void buildExtremumVJP(OpBuilder &builder, Location loc, Type type,
+                             Value dy, Value lhs, Value rhs, bool isMinimum,
+                             SmallVectorImpl<Value> &operandCotangents) {
+  Value difference = SubOp::create(builder, loc, type, lhs, rhs);
+  Value lhsAbove = ReluGradOp::create(builder, loc, type, dy, difference);
+  Value rhsAbove = ReluGradOp::create(
+      builder, loc, type, dy, NegOp::create(builder, loc, type, difference));
+  Value tie = SubOp::create(builder, loc, type,
+                            SubOp::create(builder, loc, type, dy, lhsAbove),
+                            rhsAbove);
+  Value half = MulOp::create(builder, loc, type, tie,
+                             buildSplat(builder, loc,
+                                        cast<RankedTensorType>(type), 0.5));
+  Value lhsWins = isMinimum ? rhsAbove : lhsAbove;
+  Value rhsWins = isMinimum ? lhsAbove : rhsAbove;
+  operandCotangents.push_back(AddOp::create(builder, loc, type, lhsWins, half));
+  operandCotangents.push_back(AddOp::create(builder, loc, type, rhsWins, half));
+}
+
+LogicalResult MaximumOp::buildVJP(OpBuilder &builder,
+                                  ArrayRef<Value> cotangents,
+                                  SmallVectorImpl<Value> &operandCotangents) {
+  buildExtremumVJP(builder, getLoc(), getType(), cotangents[0], getLhs(),
+                   getRhs(), /*isMinimum=*/false, operandCotangents);
+  return success();
+}
+
+LogicalResult MinimumOp::buildVJP(OpBuilder &builder,
+                                  ArrayRef<Value> cotangents,
+                                  SmallVectorImpl<Value> &operandCotangents) {
+  buildExtremumVJP(builder, getLoc(), getType(), cotangents[0], getLhs(),
+                   getRhs(), /*isMinimum=*/true, operandCotangents);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Casts and dropout
 //===----------------------------------------------------------------------===//
