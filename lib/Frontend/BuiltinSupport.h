@@ -59,6 +59,8 @@ Result emitMean(ModelEmitter &emitter, const CallArguments &args);
 // Neural-network ops (BuiltinsNN.cpp).
 Result emitEmbed(ModelEmitter &emitter, const CallArguments &args);
 Result emitLayerNorm(ModelEmitter &emitter, const CallArguments &args);
+Result emitRmsNorm(ModelEmitter &emitter, const CallArguments &args);
+Result emitMse(ModelEmitter &emitter, const CallArguments &args);
 Result emitSoftmax(ModelEmitter &emitter, const CallArguments &args);
 Result emitAttention(ModelEmitter &emitter, const CallArguments &args);
 Result emitCrossEntropy(ModelEmitter &emitter, const CallArguments &args);

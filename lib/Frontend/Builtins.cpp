@@ -122,6 +122,8 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["merge_heads"] = {{x}, emitMergeHeads};
     table["embed"] = {{{"table"}, {"ids"}}, emitEmbed};
     table["layer_norm"] = {{x, {"gamma"}, {"beta"}, opt("eps")}, emitLayerNorm};
+    table["rms_norm"] = {{x, {"gamma"}, opt("eps")}, emitRmsNorm};
+    table["mse"] = {{{"a"}, {"b"}}, emitMse};
     table["softmax"] = {{x, opt("axis")}, emitSoftmax};
     table["attention"] = {{{"q"}, {"k"}, {"v"}, opt("causal"), opt("scale")},
                           emitAttention};

@@ -1,7 +1,7 @@
 //===- BuiltinsNN.cpp - Neural-network builtins ---------------------------===//
 //
-// Part of Kiln. embed, layer_norm, softmax, attention, cross_entropy,
-// dropout and cast.
+// Part of Kiln. embed, layer_norm, rms_norm, softmax, attention,
+// cross_entropy, mse, dropout and cast.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +72,96 @@ Result builtins::emitLayerNorm(ModelEmitter &emitter,
   return tensorResult(emitOp<graph::LayerNormOp>(emitter, loc, x->tensor,
                                                  g->tensor, b->tensor, *eps),
                       loc);
+}
+
+/// x * rsqrt(mean(x * x over the last dim) + eps) * gamma (LLaMA's RMSNorm),
+/// composed of graph ops: the mean of squares is a reduction anchor that
+/// computes the squares in its kernel, the scaling one fused kernel, and
+/// autodiff differentiates the parts.
+Result builtins::emitRmsNorm(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> x = args.floatTensor("x"), g = args.floatTensor("gamma");
+  FailureOr<double> eps = args.number("eps", 1e-6);
+  if (failed(x) || failed(g) || failed(eps))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (!(*eps > 0.0))
+    return emitter.error(args.getLoc("eps"), "rms_norm needs eps > 0");
+  ArrayRef<int64_t> shape = x->getTensorType().getShape();
+  if (elementTypeOf(*x) != elementTypeOf(*g))
+    return shapeError(emitter, loc, "rms_norm",
+                      "x and gamma differ in element type",
+                      {{"x", *x}, {"gamma", *g}});
+  if (shape.empty() || g->getTensorType().getShape() !=
+                           ArrayRef<int64_t>(shape.back()))
+    return shapeError(emitter, loc, "rms_norm",
+                      "gamma must be a vector of x's last dim",
+                      {{"x", *x}, {"gamma", *g}});
+  FailureOr<EvalValue> squares =
+      emitter.emitBinary(ast::BinaryOp::Mul, loc, *x, *x);
+  if (failed(squares))
+    return failure();
+  SmallVector<int64_t> kept(shape);
+  kept.back() = 1;
+  OpBuilder &builder = emitter.getBuilder();
+  Result meanSquare = tensorResult(
+      emitOp<graph::ReduceOp>(
+          emitter, loc, tensorType(kept, elementTypeOf(*x)),
+          graph::ReduceKindAttr::get(&emitter.getContext(),
+                                     graph::ReduceKind::Mean),
+          squares->tensor,
+          builder.getDenseI64ArrayAttr(
+              {static_cast<int64_t>(shape.size()) - 1}),
+          builder.getUnitAttr()),
+      loc);
+  if (failed(meanSquare))
+    return failure();
+  FailureOr<EvalValue> shifted = emitter.emitBinary(
+      ast::BinaryOp::Add, loc, *meanSquare, EvalValue::ofFloat(*eps, loc));
+  if (failed(shifted))
+    return failure();
+  Result inverse = tensorResult(
+      emitOp<graph::RsqrtOp>(emitter, loc, shifted->tensor), loc);
+  if (failed(inverse))
+    return failure();
+  FailureOr<EvalValue> normalized =
+      emitter.emitBinary(ast::BinaryOp::Mul, loc, *x, *inverse);
+  if (failed(normalized))
+    return failure();
+  return emitter.emitBinary(ast::BinaryOp::Mul, loc, *normalized, *g);
+}
+
+/// mean((a - b)^2) over every element: the mean squared error (PyTorch's
+/// MSELoss with its default mean reduction), a scalar. a and b have one
+/// shape (a broadcast is refused: it is usually a mistake).
+Result builtins::emitMse(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> a = args.floatTensor("a"), b = args.floatTensor("b");
+  if (failed(a) || failed(b))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (a->getTensorType() != b->getTensorType())
+    return shapeError(emitter, loc, "mse",
+                      "a and b must have one shape and element type",
+                      {{"a", *a}, {"b", *b}});
+  FailureOr<EvalValue> difference =
+      emitter.emitBinary(ast::BinaryOp::Sub, loc, *a, *b);
+  if (failed(difference))
+    return failure();
+  FailureOr<EvalValue> squares =
+      emitter.emitBinary(ast::BinaryOp::Mul, loc, *difference, *difference);
+  if (failed(squares))
+    return failure();
+  int64_t rank = a->getTensorType().getRank();
+  OpBuilder &builder = emitter.getBuilder();
+  return tensorResult(
+      emitOp<graph::ReduceOp>(
+          emitter, loc, tensorType({}, elementTypeOf(*a)),
+          graph::ReduceKindAttr::get(&emitter.getContext(),
+                                     graph::ReduceKind::Mean),
+          squares->tensor,
+          builder.getDenseI64ArrayAttr(
+              llvm::to_vector(llvm::seq<int64_t>(0, rank))),
+          UnitAttr()),
+      loc);
 }
 
 Result builtins::emitSoftmax(ModelEmitter &emitter, const CallArguments &args) {

@@ -925,6 +925,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // sigmoid and silu (a SwiGLU MLP), both directions.
                       TrainingCase{"swiglu",
                                    "test/Target/Cuda/Inputs/swiglu.kiln",
+                                   false},
+                      // rms_norm and mse (composites of graph ops).
+                      TrainingCase{"norms",
+                                   "test/Target/Cuda/Inputs/norms.kiln",
                                    false}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name);
