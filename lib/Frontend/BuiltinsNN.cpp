@@ -74,6 +74,31 @@ Result builtins::emitLayerNorm(ModelEmitter &emitter,
                       loc);
 }
 
+/// The mean of `value * value` over `axes` (kept as size-1 dims with
+/// `keepdims`): rms_norm's and mse's reduction.
+static Result emitMeanOfSquares(ModelEmitter &emitter, SMLoc loc,
+                                const EvalValue &value, ArrayRef<int64_t> axes,
+                                bool keepdims) {
+  FailureOr<EvalValue> squares =
+      emitter.emitBinary(ast::BinaryOp::Mul, loc, value, value);
+  if (failed(squares))
+    return failure();
+  std::string message;
+  auto shape = graph::inferReduceShape(value.getTensorType().getShape(), axes,
+                                       keepdims, message);
+  if (failed(shape))
+    return emitter.error(loc, message);
+  OpBuilder &builder = emitter.getBuilder();
+  return tensorResult(
+      emitOp<graph::ReduceOp>(
+          emitter, loc, tensorType(*shape, elementTypeOf(value)),
+          graph::ReduceKindAttr::get(&emitter.getContext(),
+                                     graph::ReduceKind::Mean),
+          squares->tensor, builder.getDenseI64ArrayAttr(axes),
+          keepdims ? builder.getUnitAttr() : UnitAttr()),
+      loc);
+}
+
 /// x * rsqrt(mean(x * x over the last dim) + eps) * gamma (LLaMA's RMSNorm),
 /// composed of graph ops: the mean of squares is a reduction anchor that
 /// computes the squares in its kernel, the scaling one fused kernel, and
@@ -96,23 +121,9 @@ Result builtins::emitRmsNorm(ModelEmitter &emitter, const CallArguments &args) {
     return shapeError(emitter, loc, "rms_norm",
                       "gamma must be a vector of x's last dim",
                       {{"x", *x}, {"gamma", *g}});
-  FailureOr<EvalValue> squares =
-      emitter.emitBinary(ast::BinaryOp::Mul, loc, *x, *x);
-  if (failed(squares))
-    return failure();
-  SmallVector<int64_t> kept(shape);
-  kept.back() = 1;
-  OpBuilder &builder = emitter.getBuilder();
-  Result meanSquare = tensorResult(
-      emitOp<graph::ReduceOp>(
-          emitter, loc, tensorType(kept, elementTypeOf(*x)),
-          graph::ReduceKindAttr::get(&emitter.getContext(),
-                                     graph::ReduceKind::Mean),
-          squares->tensor,
-          builder.getDenseI64ArrayAttr(
-              {static_cast<int64_t>(shape.size()) - 1}),
-          builder.getUnitAttr()),
-      loc);
+  Result meanSquare = emitMeanOfSquares(
+      emitter, loc, *x, {static_cast<int64_t>(shape.size()) - 1},
+      /*keepdims=*/true);
   if (failed(meanSquare))
     return failure();
   FailureOr<EvalValue> shifted = emitter.emitBinary(
@@ -146,22 +157,10 @@ Result builtins::emitMse(ModelEmitter &emitter, const CallArguments &args) {
       emitter.emitBinary(ast::BinaryOp::Sub, loc, *a, *b);
   if (failed(difference))
     return failure();
-  FailureOr<EvalValue> squares =
-      emitter.emitBinary(ast::BinaryOp::Mul, loc, *difference, *difference);
-  if (failed(squares))
-    return failure();
-  int64_t rank = a->getTensorType().getRank();
-  OpBuilder &builder = emitter.getBuilder();
-  return tensorResult(
-      emitOp<graph::ReduceOp>(
-          emitter, loc, tensorType({}, elementTypeOf(*a)),
-          graph::ReduceKindAttr::get(&emitter.getContext(),
-                                     graph::ReduceKind::Mean),
-          squares->tensor,
-          builder.getDenseI64ArrayAttr(
-              llvm::to_vector(llvm::seq<int64_t>(0, rank))),
-          UnitAttr()),
-      loc);
+  SmallVector<int64_t> every =
+      llvm::to_vector(llvm::seq<int64_t>(0, a->getTensorType().getRank()));
+  return emitMeanOfSquares(emitter, loc, *difference, every,
+                           /*keepdims=*/false);
 }
 
 Result builtins::emitSoftmax(ModelEmitter &emitter, const CallArguments &args) {
