@@ -146,6 +146,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
   artifact.accumulate = settings->accumulate;
   artifact.batchSeed = readTrainSetting(module, "batch_seed");
   artifact.evalEvery = readTrainSetting(module, "eval_every");
+  artifact.seed = readTrainSetting(module, "seed");
   // The budget holds the training step; sampling compiles less.
   int64_t budget = options.inferenceOnly
                        ? 0

@@ -74,6 +74,8 @@ struct TrainArtifact {
   std::optional<int64_t> stopAfter;
   int64_t accumulate = 1;
   std::optional<int64_t> batchSeed, evalEvery;
+  /// The train block's `seed`: of the initializers and dropout.
+  std::optional<int64_t> seed;
 };
 
 /// The directory of Kiln's compiled-artifact cache: $KILN_CACHE_DIR, else

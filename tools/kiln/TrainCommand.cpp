@@ -92,7 +92,9 @@ static cl::opt<uint64_t> batchSeed("batch-seed",
                                             "else 0)"),
                                    TRAIN_OPTION);
 static cl::opt<uint64_t> seed("seed",
-                              cl::desc("Seed of the initializers and dropout"),
+                              cl::desc("Seed of the initializers and dropout "
+                                       "(default: the train block's seed, "
+                                       "else 0)"),
                               cl::init(0), TRAIN_OPTION);
 static cl::opt<int64_t> evalEvery("eval-every",
                                   cl::desc("Evaluate every N steps (default: "
@@ -357,6 +359,9 @@ int kiln::cli::runTrain() {
   uint64_t dataSeed = batchSeed.getNumOccurrences()
                           ? uint64_t(batchSeed)
                           : uint64_t(artifact->batchSeed.value_or(0));
+  uint64_t initSeed = seed.getNumOccurrences()
+                          ? uint64_t(seed)
+                          : uint64_t(artifact->seed.value_or(0));
   std::optional<data::DataPosition> resumePosition;
   if (!resumeFile.empty()) {
     Expected<std::string> metadata = session.resume(resumeFile);
@@ -381,7 +386,7 @@ int kiln::cli::runTrain() {
         saved && !batchSeed.getNumOccurrences())
       dataSeed = static_cast<uint64_t>(*saved);
   } else {
-    if (Error error = session.initialize(seed))
+    if (Error error = session.initialize(initSeed))
       return fail(std::move(error));
     if (!initFrom.empty())
       if (Error error = session.loadParameters(initFrom))
@@ -501,7 +506,7 @@ int kiln::cli::runTrain() {
     if (Error error = saveCheckpoint())
       return fail(std::move(error));
     outs() << "initial weights of " << trainModel << " (seed "
-           << uint64_t(seed) << "): " << saveFile << "\n";
+           << initSeed << "): " << saveFile << "\n";
     return 0;
   }
 
