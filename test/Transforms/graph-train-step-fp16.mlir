@@ -16,8 +16,8 @@ module attributes {graph.train = {optimizer = {name = "adamw", lr = 1.0e-2 : f64
 
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[SCALE:[a-z0-9]+]]: tensor<f32> {graph.init = {kind = "constant", value = 1.024000e+03 : f64}, graph.state = "loss_scale.scale"}
-// CHECK-SAME: %[[GOOD:[a-z0-9]+]]: tensor<f32> {graph.init = {kind = "zeros"}, graph.state = "loss_scale.good_steps"}
 // CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<f32> {graph.init = {kind = "zeros"}, graph.state = "optimizer.step"}
+// CHECK-SAME: %[[GOOD:[a-z0-9]+]]: tensor<f32> {graph.init = {kind = "zeros"}, graph.state = "loss_scale.good_steps"}
 // CHECK-SAME: %[[SKIPPED:[a-z0-9]+]]: tensor<f32> {graph.init = {kind = "zeros"}, graph.state = "loss_scale.skipped_steps"}
 // CHECK-SAME: {graph.output = "grad_norm"}, tensor<f32> {graph.output = "loss_scale"}, tensor<f32> {graph.output = "skipped"}
 // CHECK-SAME: {graph.update = "optimizer.step"}, tensor<f32> {graph.update = "loss_scale.scale"}, tensor<f32> {graph.update = "loss_scale.good_steps"}, tensor<f32> {graph.update = "loss_scale.skipped_steps"})

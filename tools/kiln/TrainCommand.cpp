@@ -511,7 +511,7 @@ int kiln::cli::runTrain() {
   }
 
   double lastLoss = NAN;
-  // fp16's loss scaling: steps skipped on overflow, in all and in a row.
+  // fp16's loss scaling: the steps it skipped on overflow.
   int64_t skippedSteps = 0;
   // From here a signal stops the run after its step, saved (StopSignals.h).
   StopSignalScope stopSignals;

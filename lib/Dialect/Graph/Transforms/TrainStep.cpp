@@ -216,29 +216,20 @@ static RankedTensorType getScalarType(ArrayRef<Parameter> params,
   return RankedTensorType::get({}, element);
 }
 
-namespace {
-/// fp16's dynamic loss scaling in an entry: the scale the backward was
-/// seeded with and the count of clean steps since it last changed (state
-/// arguments of the entry).
-struct LossScaling {
-  Value scale, goodSteps;
-};
-} // namespace
-
 static constexpr StringLiteral kLossScaleState = "loss_scale.scale";
 static constexpr StringLiteral kGoodStepsState = "loss_scale.good_steps";
 static constexpr StringLiteral kSkippedStepsState = "loss_scale.skipped_steps";
+/// GradScaler's factors: on an overflow, and after the interval's clean
+/// steps.
+static constexpr double kLossScaleBackoff = 0.5, kLossScaleGrowth = 2.0;
 
-/// The loss-scale state of an entry whose backward is seeded with the scale;
-/// none unless the settings train in fp16.
-static std::optional<LossScaling>
-addLossScaling(EntryBuilder &entry, const TrainSettings &settings,
-               RankedTensorType scalarType) {
+/// The loss scale an entry seeds its backward with (a state argument), or
+/// null unless the settings train in fp16.
+static Value addLossScale(EntryBuilder &entry, const TrainSettings &settings,
+                          RankedTensorType scalarType) {
   if (!settings.scalesLoss())
-    return std::nullopt;
-  return LossScaling{
-      entry.addState(scalarType, kLossScaleState, settings.lossScale),
-      entry.addState(scalarType, kGoodStepsState)};
+    return Value();
+  return entry.addState(scalarType, kLossScaleState, settings.lossScale);
 }
 
 /// The state names each optimizer keeps per parameter.
@@ -255,15 +246,14 @@ stateSuffixes(const TrainSettings &settings) {
 /// schedule, clipping and the optimizer. Adds the arguments for the state,
 /// and the results: lr, [grad_norm], new params, new state, new step.
 ///
-/// With `scaling`, the gradients are those of the loss times the scale: the
-/// norm of the scaled gradients decides whether the step is skipped (not
-/// finite: parameters, state and step counter stay as they were) and the
-/// scale's next value; the updates unscale through their grad_scale; the
-/// results add loss_scale and skipped, then the scaling state.
+/// With `lossScale` (fp16), the gradients are those of the loss times it:
+/// the norm of the scaled gradients decides whether the step is skipped
+/// (not finite: parameters, state and step counter stay as they were) and
+/// the scale's next value; the updates unscale through their grad_scale;
+/// the results add loss_scale and skipped, then the scaling state.
 static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
                         ArrayRef<Parameter> params, ArrayRef<Value> paramValues,
-                        ArrayRef<Value> gradients,
-                        std::optional<LossScaling> scaling) {
+                        ArrayRef<Value> gradients, Value lossScale) {
   OpBuilder &builder = entry.builder;
   Location loc = entry.loc;
   RankedTensorType scalarType = getScalarType(params, builder.getContext());
@@ -290,15 +280,16 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
 
   // The gradients' scale: the clipping factor, and 1 / loss scale.
   Value scale, norm, unscale, newLossScale, newGoodSteps, skip;
-  if (scaling) {
+  if (lossScale) {
     Value scaledNorm = GlobalNormOp::create(builder, loc, scalarType, gradients);
     unscale = DivOp::create(builder, loc, entry.constant(scalarType, 1.0),
-                            scaling->scale);
+                            lossScale);
     norm = MulOp::create(builder, loc, scaledNorm, unscale);
     auto update = LossScaleUpdateOp::create(
-        builder, loc, scaledNorm, scaling->scale, scaling->goodSteps,
-        builder.getF64FloatAttr(settings.lossScaleGrowth),
-        builder.getF64FloatAttr(settings.lossScaleBackoff),
+        builder, loc, scaledNorm, lossScale,
+        entry.addState(scalarType, kGoodStepsState),
+        builder.getF64FloatAttr(kLossScaleGrowth),
+        builder.getF64FloatAttr(kLossScaleBackoff),
         builder.getI64IntegerAttr(settings.lossScaleInterval));
     newLossScale = update.getNewScale();
     newGoodSteps = update.getNewGoodSteps();
@@ -346,7 +337,7 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
   entry.addOutput(lr, "lr");
   if (norm)
     entry.addOutput(norm, "grad_norm");
-  if (scaling) {
+  if (lossScale) {
     entry.addOutput(newLossScale, "loss_scale");
     entry.addOutput(skip, "skipped");
   }
@@ -356,7 +347,7 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
   for (auto [param, newState] : llvm::zip_equal(params, newStates))
     for (auto [suffix, value] : llvm::zip_equal(suffixes, newState))
       entry.addUpdate(value, param.name + "." + suffix);
-  if (!scaling) {
+  if (!lossScale) {
     entry.addUpdate(t, "optimizer.step");
     return;
   }
@@ -398,10 +389,10 @@ static LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
   EntryBuilder entry(module, "train_step", forward.getLoc());
   SmallVector<Parameter> params = collectParameters(forward);
   SmallVector<Value> arguments = addForwardArguments(entry, forward);
-  std::optional<LossScaling> scaling = addLossScaling(
-      entry, settings, getScalarType(params, module.getContext()));
-  FailureOr<ForwardAndGradients> built = buildGradients(
-      entry.builder, forward, arguments, scaling ? scaling->scale : Value());
+  Value lossScale = addLossScale(entry, settings,
+                                 getScalarType(params, module.getContext()));
+  FailureOr<ForwardAndGradients> built =
+      buildGradients(entry.builder, forward, arguments, lossScale);
   if (failed(built))
     return failure();
   addForwardResults(entry, forward, *built);
@@ -412,7 +403,7 @@ static LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
     paramValues.push_back(arguments[param.argumentIndex]);
     gradients.push_back(gradient.gradient);
   }
-  buildUpdate(entry, settings, params, paramValues, gradients, scaling);
+  buildUpdate(entry, settings, params, paramValues, gradients, lossScale);
   entry.finish();
   return success();
 }
@@ -432,10 +423,10 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
       accumulators.push_back(
           entry.addState(param.type, param.name + ".grad_acc"));
     // The accumulators hold the scaled gradients; @apply_step unscales.
-    std::optional<LossScaling> scaling = addLossScaling(
-        entry, settings, getScalarType(params, module.getContext()));
-    FailureOr<ForwardAndGradients> built = buildGradients(
-        entry.builder, forward, arguments, scaling ? scaling->scale : Value());
+    Value lossScale = addLossScale(entry, settings,
+                                   getScalarType(params, module.getContext()));
+    FailureOr<ForwardAndGradients> built =
+        buildGradients(entry.builder, forward, arguments, lossScale);
     if (failed(built))
       return failure();
     addForwardResults(entry, forward, *built);
@@ -460,9 +451,9 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
     gradients.push_back(MulOp::create(
         entry.builder, entry.loc, accumulator,
         entry.constant(param.type, 1.0 / double(settings.accumulate))));
-  std::optional<LossScaling> scaling = addLossScaling(
-      entry, settings, getScalarType(params, module.getContext()));
-  buildUpdate(entry, settings, params, paramValues, gradients, scaling);
+  buildUpdate(entry, settings, params, paramValues, gradients,
+              addLossScale(entry, settings,
+                           getScalarType(params, module.getContext())));
   for (auto [param, accumulator] : llvm::zip_equal(params, accumulators))
     entry.addUpdate(entry.constant(param.type, 0.0), param.name + ".grad_acc");
   entry.finish();

@@ -49,11 +49,9 @@ struct TrainSettings {
   std::optional<mlir::Location> precisionLoc;
   /// fp16's dynamic loss scaling (the train block's `loss_scale =
   /// dynamic(init=..., interval=...)`; PyTorch GradScaler's defaults): the
-  /// initial scale, the factors on overflow and after `lossScaleInterval`
-  /// clean steps. `lossScaleLoc` is set where the train block gave them.
+  /// initial scale and the clean steps after which it doubles (an overflow
+  /// halves it). `lossScaleLoc` is set where the train block gave them.
   double lossScale = 65536.0;
-  double lossScaleGrowth = 2.0;
-  double lossScaleBackoff = 0.5;
   int64_t lossScaleInterval = 2000;
   std::optional<mlir::Location> lossScaleLoc;
 
