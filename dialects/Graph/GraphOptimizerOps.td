@@ -113,7 +113,13 @@ def Graph_LossScaleUpdateOp : Graph_Op<"loss_scale_update", [Pure,
 class Graph_UpdateOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(traits, [Pure,
     Graph_FullPrecisionCompute, Graph_OptimizerOpTrait,
-          DeclareOpInterfaceMethods<Graph_CostOpInterface>])>;
+          DeclareOpInterfaceMethods<Graph_CostOpInterface>])> {
+  let extraClassDeclaration = [{
+    /// The operands the results are the new values of, in result order
+    /// (the parameter, then its state): what a skipped update returns.
+    ::llvm::SmallVector<unsigned, 3> getUpdatedOperandIndices();
+  }];
+}
 
 def Graph_SgdUpdateOp : Graph_UpdateOp<"sgd_update",
     [AllTypesMatch<["param", "grad", "new_param"]>,

@@ -135,7 +135,7 @@ static bool skipsUpdate(ArrayRef<const Tensor *> operands, Value skip) {
 }
 
 /// The results of a skipped update: copies of the operands it would have
-/// updated (`kept`, in result order).
+/// updated (`kept`, in result order: the op's getUpdatedOperandIndices).
 static llvm::Expected<SmallVector<Tensor>>
 keepOperands(ArrayRef<const Tensor *> operands, ArrayRef<unsigned> kept) {
   SmallVector<Tensor> results;
@@ -205,7 +205,7 @@ eval::evaluateOptimizerOp(Operation *op, ArrayRef<const Tensor *> operands) {
       })
       .Case([&](graph::SgdUpdateOp update) -> Result {
         if (skipsUpdate(operands, update.getSkip()))
-          return keepOperands(operands, {0});
+          return keepOperands(operands, update.getUpdatedOperandIndices());
         Result results = makeResults(op);
         if (!results)
           return results;
@@ -218,7 +218,7 @@ eval::evaluateOptimizerOp(Operation *op, ArrayRef<const Tensor *> operands) {
       })
       .Case([&](graph::MomentumUpdateOp update) -> Result {
         if (skipsUpdate(operands, update.getSkip()))
-          return keepOperands(operands, {0, 2});
+          return keepOperands(operands, update.getUpdatedOperandIndices());
         Result results = makeResults(op);
         if (!results)
           return results;
@@ -232,7 +232,7 @@ eval::evaluateOptimizerOp(Operation *op, ArrayRef<const Tensor *> operands) {
       })
       .Case([&](graph::AdamWUpdateOp update) -> Result {
         if (skipsUpdate(operands, update.getSkip()))
-          return keepOperands(operands, {0, 2, 3});
+          return keepOperands(operands, update.getUpdatedOperandIndices());
         Result results = makeResults(op);
         if (!results)
           return results;

@@ -16,9 +16,9 @@
 // and a result is passed once.
 //
 // An update with a `skip` scalar (dynamic loss scaling) stores its inputs
-// back where the skip is not 0, element by element, so that a skipped step
-// leaves parameter and state as they were whether or not the update is in
-// place.
+// back where the skip is not 0, element by element (launchBlockedUpdate),
+// so that a skipped step leaves parameter and state as they were whether
+// or not the update is in place.
 //
 // The global norm sums squares per fixed block of each gradient (in
 // parallel), then the block sums in order: the order is fixed at compile
@@ -45,24 +45,40 @@ namespace {
 /// The per-block scalars of an update, from the kernel's arguments.
 using BlockPrologue = llvm::function_ref<SmallVector<Value>(
     OpBuilder &, Location, ArrayRef<Value> args)>;
+/// `fresh`, or `old` where the update is skipped: what an update stores.
+using KeepIfSkipped =
+    llvm::function_ref<Value(OpBuilder &, Location, Value old, Value fresh)>;
 /// Updates element `i`, given the block's scalars.
-using ElementUpdate = llvm::function_ref<void(
-    OpBuilder &, Location, ArrayRef<Value> args, ValueRange scalars, Value i)>;
+using ElementUpdate =
+    llvm::function_ref<void(OpBuilder &, Location, ArrayRef<Value> args,
+                            ValueRange scalars, Value i, KeepIfSkipped keep)>;
 } // namespace
+
+/// The value of a 0-d buffer.
+static Value loadScalar(OpBuilder &b, Location loc, Value buffer) {
+  return memref::LoadOp::create(b, loc, buffer, ValueRange{});
+}
 
 /// Launches the blocked update kernel of `op` over `count` elements.
 /// `buffers` are the operands then the results (tensors seen flat as
 /// `{count}`, scalars as 0-d buffers); `prologue` and `update` see them in
-/// that order, whichever of them share one buffer.
+/// that order, whichever of them share one buffer. With `skip` (the update
+/// op's optional skip scalar), `keep` returns the old value of an element
+/// where the skip is not 0, so that a skipped step stores parameter and
+/// state back as they were, in place or not.
 static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
-                                ArrayRef<Value> buffers, int64_t count,
-                                BlockPrologue prologue, ElementUpdate update) {
+                                ArrayRef<Value> buffers, Value skip,
+                                int64_t count, BlockPrologue prologue,
+                                ElementUpdate update) {
   if (count == 0)
     return;
+  SmallVector<Value> all(buffers);
+  if (skip)
+    all.push_back(lowering.lookup(skip));
   // One kernel argument per distinct buffer.
   SmallVector<Value> arguments;
   SmallVector<unsigned> slots;
-  for (Value buffer : buffers) {
+  for (Value buffer : all) {
     auto same = llvm::find_if(arguments, [&](Value argument) {
       return argument.getType() == buffer.getType() &&
              KernelLowering::getRootBuffer(argument) ==
@@ -82,9 +98,24 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
         SmallVector<Value> args;
         for (unsigned slot : slots)
           args.push_back(kernelArgs[slot]);
+        Value skipBuffer = skip ? args.pop_back_val() : Value();
         kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
                                             Value block) {
           SmallVector<Value> scalars = prologue(b, loc, args);
+          // i1 skip != 0, once per block.
+          Value skipped;
+          if (skipBuffer) {
+            Value word = loadScalar(b, loc, skipBuffer);
+            skipped = arith::CmpFOp::create(
+                b, loc, arith::CmpFPredicate::UNE, word,
+                kb::floatConst(b, loc, word.getType(), 0.0));
+          }
+          auto keep = [&](OpBuilder &b, Location loc, Value old,
+                          Value fresh) -> Value {
+            if (!skipped)
+              return fresh;
+            return arith::SelectOp::create(b, loc, skipped, old, fresh);
+          };
           Value begin = arith::MulIOp::create(b, loc, block,
                                               kb::index(b, loc, updateBlock));
           Value end = arith::MinUIOp::create(
@@ -95,16 +126,11 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
           kb::forLoop(b, loc, begin, end, {},
                       [&](OpBuilder &b, Location loc, Value i,
                           ValueRange) -> SmallVector<Value> {
-                        update(b, loc, args, scalars, i);
+                        update(b, loc, args, scalars, i, keep);
                         return {};
                       });
         });
       });
-}
-
-/// The value of a 0-d buffer.
-static Value loadScalar(OpBuilder &b, Location loc, Value buffer) {
-  return memref::LoadOp::create(b, loc, buffer, ValueRange{});
 }
 
 namespace {
@@ -310,34 +336,6 @@ struct ClipScaleToKernel : OpToKernelPattern<graph::ClipScaleOp> {
   }
 };
 
-/// The i1 `skip != 0` of an update's optional skip scalar, from its 0-d
-/// buffer; null without one.
-static Value loadSkipped(OpBuilder &b, Location loc, Value buffer) {
-  if (!buffer)
-    return Value();
-  Value skip = loadScalar(b, loc, buffer);
-  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, skip,
-                               kb::floatConst(b, loc, skip.getType(), 0.0));
-}
-
-/// `fresh`, or `old` where the update is skipped (`skipped` null: never).
-static Value unlessSkipped(OpBuilder &b, Location loc, Value skipped,
-                           Value old, Value fresh) {
-  if (!skipped)
-    return fresh;
-  return arith::SelectOp::create(b, loc, skipped, old, fresh);
-}
-
-/// The buffers of an update: `buffers`, then its skip scalar if it has one
-/// (at the end, so that the others keep their indices).
-static SmallVector<Value> withSkip(KernelLowering &lowering,
-                                   ArrayRef<Value> buffers, Value skip) {
-  SmallVector<Value> all(buffers);
-  if (skip)
-    all.push_back(lowering.lookup(skip));
-  return all;
-}
-
 /// (scale, good steps, skip) after a step: on a non-finite norm the scale
 /// backs off and the step is skipped, else the clean-step count grows and,
 /// at the interval, the scale with it (unless that overflows). One thread;
@@ -402,28 +400,23 @@ struct SgdUpdateToKernel : OpToKernelPattern<graph::SgdUpdateOp> {
     int64_t count = type.getNumElements();
     double wd = op.getWeightDecay().convertToDouble();
     Value newParam = lowering.allocateResult(op.getNewParam());
-    SmallVector<Value> buffers = withSkip(
-        lowering,
-        {lowering.view(lowering.lookup(op.getParam()), {count}),
-         lowering.view(lowering.lookup(op.getGrad()), {count}),
-         lowering.lookup(op.getLr()), lowering.lookup(op.getGradScale()),
-         lowering.view(newParam, {count})},
-        op.getSkip());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
+                       lowering.view(lowering.lookup(op.getGrad()), {count}),
+                       lowering.lookup(op.getLr()),
+                       lowering.lookup(op.getGradScale()),
+                       lowering.view(newParam, {count})};
     launchBlockedUpdate(
-        op, lowering, buffers, count,
+        op, lowering, buffers, op.getSkip(), count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
-          return SmallVector<Value>{
-              loadScalar(b, loc, args[2]), loadScalar(b, loc, args[3]),
-              loadSkipped(b, loc, args.size() > 5 ? args[5] : Value())};
+          return SmallVector<Value>{loadScalar(b, loc, args[2]),
+                                    loadScalar(b, loc, args[3])};
         },
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
-            ValueRange scalars, Value i) {
+            ValueRange scalars, Value i, KeepIfSkipped keep) {
           Arith f{b, loc, type.getElementType()};
           Value p = f.at(args[0], i);
           Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
-          f.store(unlessSkipped(b, loc, scalars[2], p,
-                                f.sub(p, f.mul(scalars[0], d))),
-                  args[4], i);
+          f.store(keep(b, loc, p, f.sub(p, f.mul(scalars[0], d))), args[4], i);
         });
     lowering.bind(op.getNewParam(), newParam);
     return success();
@@ -442,33 +435,30 @@ struct MomentumUpdateToKernel : OpToKernelPattern<graph::MomentumUpdateOp> {
     bool nesterov = op.getNesterov();
     Value newParam = lowering.allocateResult(op.getNewParam());
     Value newBuffer = lowering.allocateResult(op.getNewBuffer());
-    SmallVector<Value> buffers = withSkip(
-        lowering,
-        {lowering.view(lowering.lookup(op.getParam()), {count}),
-         lowering.view(lowering.lookup(op.getGrad()), {count}),
-         lowering.view(lowering.lookup(op.getBuffer()), {count}),
-         lowering.lookup(op.getLr()), lowering.lookup(op.getGradScale()),
-         lowering.view(newParam, {count}), lowering.view(newBuffer, {count})},
-        op.getSkip());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
+                       lowering.view(lowering.lookup(op.getGrad()), {count}),
+                       lowering.view(lowering.lookup(op.getBuffer()), {count}),
+                       lowering.lookup(op.getLr()),
+                       lowering.lookup(op.getGradScale()),
+                       lowering.view(newParam, {count}),
+                       lowering.view(newBuffer, {count})};
     launchBlockedUpdate(
-        op, lowering, buffers, count,
+        op, lowering, buffers, op.getSkip(), count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
-          return SmallVector<Value>{
-              loadScalar(b, loc, args[3]), loadScalar(b, loc, args[4]),
-              loadSkipped(b, loc, args.size() > 7 ? args[7] : Value())};
+          return SmallVector<Value>{loadScalar(b, loc, args[3]),
+                                    loadScalar(b, loc, args[4])};
         },
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
-            ValueRange scalars, Value i) {
+            ValueRange scalars, Value i, KeepIfSkipped keep) {
           Arith f{b, loc, type.getElementType()};
           Value p = f.at(args[0], i);
           Value buffer = f.at(args[2], i);
           Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
           Value next = f.add(f.mul(f.c(mu), buffer), d);
           Value step = nesterov ? f.add(d, f.mul(f.c(mu), next)) : next;
-          f.store(unlessSkipped(b, loc, scalars[2], buffer, next), args[6], i);
-          f.store(unlessSkipped(b, loc, scalars[2], p,
-                                f.sub(p, f.mul(scalars[0], step))),
-                  args[5], i);
+          f.store(keep(b, loc, buffer, next), args[6], i);
+          f.store(keep(b, loc, p, f.sub(p, f.mul(scalars[0], step))), args[5],
+                  i);
         });
     lowering.bind(op.getNewParam(), newParam);
     lowering.bind(op.getNewBuffer(), newBuffer);
@@ -494,18 +484,18 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
     Value newParam = lowering.allocateResult(op.getNewParam());
     Value newM = lowering.allocateResult(op.getNewM());
     Value newV = lowering.allocateResult(op.getNewV());
-    SmallVector<Value> buffers = withSkip(
-        lowering,
-        {lowering.view(lowering.lookup(op.getParam()), {count}),
-         lowering.view(lowering.lookup(op.getGrad()), {count}),
-         lowering.view(lowering.lookup(op.getM()), {count}),
-         lowering.view(lowering.lookup(op.getV()), {count}),
-         lowering.lookup(op.getLr()), lowering.lookup(op.getStep()),
-         lowering.lookup(op.getGradScale()), lowering.view(newParam, {count}),
-         lowering.view(newM, {count}), lowering.view(newV, {count})},
-        op.getSkip());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getParam()), {count}),
+                       lowering.view(lowering.lookup(op.getGrad()), {count}),
+                       lowering.view(lowering.lookup(op.getM()), {count}),
+                       lowering.view(lowering.lookup(op.getV()), {count}),
+                       lowering.lookup(op.getLr()),
+                       lowering.lookup(op.getStep()),
+                       lowering.lookup(op.getGradScale()),
+                       lowering.view(newParam, {count}),
+                       lowering.view(newM, {count}),
+                       lowering.view(newV, {count})};
     launchBlockedUpdate(
-        op, lowering, buffers, count,
+        op, lowering, buffers, op.getSkip(), count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
           Arith f{b, loc, elementType};
           Value lr = loadScalar(b, loc, args[4]);
@@ -515,16 +505,15 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
           Value bias2Sqrt = math::SqrtOp::create(
               b, loc,
               f.sub(f.c(1.0), math::PowFOp::create(b, loc, f.c(beta2), step)));
-          return SmallVector<Value>{
-              f.div(lr, bias1), bias2Sqrt, f.sub(f.c(1.0), f.mul(lr, f.c(wd))),
-              loadScalar(b, loc, args[6]),
-              loadSkipped(b, loc, args.size() > 10 ? args[10] : Value())};
+          return SmallVector<Value>{f.div(lr, bias1), bias2Sqrt,
+                                    f.sub(f.c(1.0), f.mul(lr, f.c(wd))),
+                                    loadScalar(b, loc, args[6])};
         },
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args,
-            ValueRange scalars, Value i) {
+            ValueRange scalars, Value i, KeepIfSkipped keep) {
           Arith f{b, loc, elementType};
           Value stepSize = scalars[0], bias2Sqrt = scalars[1],
-                decay = scalars[2], scale = scalars[3], skipped = scalars[4];
+                decay = scalars[2], scale = scalars[3];
           Value b1 = f.c(beta1), b2 = f.c(beta2);
           Value p0 = f.at(args[0], i), m0 = f.at(args[2], i),
                 v0 = f.at(args[3], i);
@@ -536,9 +525,9 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
               f.add(f.div(math::SqrtOp::create(b, loc, v), bias2Sqrt), f.c(eps));
           Value p = f.sub(f.mul(p0, decay),
                           f.mul(stepSize, f.div(m, denominator)));
-          f.store(unlessSkipped(b, loc, skipped, m0, m), args[8], i);
-          f.store(unlessSkipped(b, loc, skipped, v0, v), args[9], i);
-          f.store(unlessSkipped(b, loc, skipped, p0, p), args[7], i);
+          f.store(keep(b, loc, m0, m), args[8], i);
+          f.store(keep(b, loc, v0, v), args[9], i);
+          f.store(keep(b, loc, p0, p), args[7], i);
         });
     lowering.bind(op.getNewParam(), newParam);
     lowering.bind(op.getNewM(), newM);

@@ -140,6 +140,10 @@ LogicalResult SgdUpdateOp::verify() {
                     0.0, true, kInf, false);
 }
 
+SmallVector<unsigned, 3> SgdUpdateOp::getUpdatedOperandIndices() {
+  return {getParamMutable().getOperandNumber()};
+}
+
 int64_t SgdUpdateOp::getFlops() {
   return kSgdFlopsPerElement * elementsOf(getParam());
 }
@@ -152,6 +156,11 @@ LogicalResult MomentumUpdateOp::verify() {
     return failure();
   return checkRange(*this, "weight_decay", getWeightDecay().convertToDouble(),
                     0.0, true, kInf, false);
+}
+
+SmallVector<unsigned, 3> MomentumUpdateOp::getUpdatedOperandIndices() {
+  return {getParamMutable().getOperandNumber(),
+          getBufferMutable().getOperandNumber()};
 }
 
 int64_t MomentumUpdateOp::getFlops() {
@@ -170,6 +179,11 @@ LogicalResult AdamWUpdateOp::verify() {
     return failure();
   return checkRange(*this, "weight_decay", getWeightDecay().convertToDouble(),
                     0.0, true, kInf, false);
+}
+
+SmallVector<unsigned, 3> AdamWUpdateOp::getUpdatedOperandIndices() {
+  return {getParamMutable().getOperandNumber(),
+          getMMutable().getOperandNumber(), getVMutable().getOperandNumber()};
 }
 
 int64_t AdamWUpdateOp::getFlops() {
