@@ -94,14 +94,11 @@ const Case kCases[] = {
 
 /// The 16-bit bits of `value` in `types` (IEEE half for F16, bf16 else),
 /// and their value.
-bool isHalf(GemmTypes types) {
-  return types == GemmTypes::F16 || types == GemmTypes::F16_F32;
-}
 uint16_t toHalfBits(GemmTypes types, float value) {
-  return isHalf(types) ? floatToHalf(value) : floatToBf16(value);
+  return gemmOperandsAreHalves(types) ? floatToHalf(value) : floatToBf16(value);
 }
 float fromHalfBits(GemmTypes types, uint16_t bits) {
-  return isHalf(types) ? halfToFloat(bits) : bf16ToFloat(bits);
+  return gemmOperandsAreHalves(types) ? halfToFloat(bits) : bf16ToFloat(bits);
 }
 
 /// `values` as f32 and as 16 bits, and `values` replaced by what `types`
@@ -145,7 +142,7 @@ void checkLibrary(const GemmLibrary &library, GemmTypes types, const Case &c) {
   std::vector<uint16_t> a16, b16, c16(c0.size());
   roundInputs(types, a, af, a16);
   roundInputs(types, b, bf, b16);
-  bool halfC = types == GemmTypes::BF16 || types == GemmTypes::F16;
+  bool halfC = gemmResultBytes(types) == 2;
   for (size_t i = 0; i < c0.size(); ++i) {
     cf[i] = static_cast<float>(c0[i]);
     c16[i] = toHalfBits(types, cf[i]);

@@ -140,15 +140,8 @@ Status describe(const Desc &desc, const Layout &a, const Layout &b,
   // The scale type (alpha, beta) of each compute type, as cuBLASLt's table.
   if (desc.scale != (desc.compute == 70 ? 1 : 0))
     return kNotSupported;
-  problem.cBytes = problem.types == cpu::GemmTypes::F64 ? 8
-                   : problem.types == cpu::GemmTypes::BF16 ||
-                           problem.types == cpu::GemmTypes::F16
-                       ? 2
-                       : 4;
-  problem.abBytes = problem.types == cpu::GemmTypes::F32 ||
-                            problem.types == cpu::GemmTypes::F64
-                        ? problem.cBytes
-                        : 2;
+  problem.cBytes = cpu::gemmResultBytes(problem.types);
+  problem.abBytes = cpu::gemmOperandBytes(problem.types);
   problem.m = d.rows;
   problem.n = d.columns;
   problem.k = desc.transA ? a.rows : a.columns;

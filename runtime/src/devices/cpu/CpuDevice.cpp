@@ -177,9 +177,7 @@ Result CpuDevice::prepareGemm(const plan::GemmCall &call,
             runtime::dtypeName(ab) + " -> " + runtime::dtypeName(c) +
             ": the cpu executor computes f32, f64, and bf16 x bf16 or "
             "f16 x f16 -> f32 or the operands' type");
-  bool halfC = prepared.gemmTypes == GemmTypes::BF16 ||
-               prepared.gemmTypes == GemmTypes::F16;
-  if (halfC &&
+  if (gemmResultBytes(prepared.gemmTypes) == 2 &&
       call.epilogue() != plan::GemmEpilogue::None)
     return Result::error(KILN_ERROR_UNSUPPORTED,
                          std::string("the epilogue ") +
@@ -218,16 +216,8 @@ GemmProblem CpuDevice::gemmTile(const PreparedOp &op, int64_t batch,
                                 int64_t row, int64_t rows, int64_t column,
                                 int64_t columns) const {
   const plan::GemmCall &call = *op.gemm;
-  // C's elements, and A's and B's (2 bytes for bf16 and f16).
-  size_t elementBytes = op.gemmTypes == GemmTypes::F64 ? 8
-                        : op.gemmTypes == GemmTypes::BF16 ||
-                                op.gemmTypes == GemmTypes::F16
-                            ? 2
-                            : 4;
-  size_t operandBytes = op.gemmTypes == GemmTypes::BF16_F32 ||
-                                op.gemmTypes == GemmTypes::F16_F32
-                            ? 2
-                            : elementBytes;
+  size_t elementBytes = gemmResultBytes(op.gemmTypes);
+  size_t operandBytes = gemmOperandBytes(op.gemmTypes);
   auto at = [&](uint32_t id, int64_t offset, size_t bytes) {
     return static_cast<char *>(pointers_[id]) + offset * bytes;
   };
@@ -265,7 +255,7 @@ GemmEpilogueTile CpuDevice::gemmEpilogueTile(const PreparedOp &op,
   if (tile.kind == plan::GemmEpilogue::None)
     return tile;
   // The epilogue's vectors and matrices are in C's type.
-  size_t bytes = op.gemmTypes == GemmTypes::F64 ? 8 : 4;
+  size_t bytes = gemmResultBytes(op.gemmTypes);
   if (call.bias() >= 0)
     tile.bias = static_cast<char *>(pointers_[call.bias()]) + column * bytes;
   if (call.aux() >= 0)

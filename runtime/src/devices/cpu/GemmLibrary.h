@@ -21,6 +21,7 @@
 
 #include "kiln/HalfFloats.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,20 @@ enum class GemmTypes { F32, F64, BF16_F32, BF16, F16_F32, F16 };
 /// "f32", "f64", "bf16 x bf16 -> f32", "bf16 x bf16 -> bf16",
 /// "f16 x f16 -> f32", "f16 x f16 -> f16".
 const char *gemmTypesName(GemmTypes types);
+
+/// The bytes of an element of A and B, and of C.
+inline size_t gemmOperandBytes(GemmTypes types) {
+  return types == GemmTypes::F64 ? 8 : types == GemmTypes::F32 ? 4 : 2;
+}
+inline size_t gemmResultBytes(GemmTypes types) {
+  return types == GemmTypes::F64                                  ? 8
+         : types == GemmTypes::BF16 || types == GemmTypes::F16 ? 2
+                                                                  : 4;
+}
+/// Whether A and B are IEEE halves (else bf16 where they are 16-bit).
+inline bool gemmOperandsAreHalves(GemmTypes types) {
+  return types == GemmTypes::F16 || types == GemmTypes::F16_F32;
+}
 
 /// One row-major C = alpha * op(A) * op(B) + beta * C, with op(A) m x k and
 /// op(B) k x n; A is stored k x m when transposeA (likewise B). With beta 0,

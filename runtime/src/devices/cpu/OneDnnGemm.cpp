@@ -162,16 +162,11 @@ void widenHalves(const void *matrix, int64_t rows, int64_t columns, int64_t ld,
 }
 
 /// oneDNN's type of A and B, and of C, in a GEMM of `types` (not F32/F64).
-bool isHalf(GemmTypes types) {
-  return types == GemmTypes::F16 || types == GemmTypes::F16_F32;
-}
 dnnl_data_type_t operandType(GemmTypes types) {
-  return isHalf(types) ? dnnl_f16 : dnnl_bf16;
+  return gemmOperandsAreHalves(types) ? dnnl_f16 : dnnl_bf16;
 }
 dnnl_data_type_t resultType(GemmTypes types) {
-  return types == GemmTypes::BF16_F32 || types == GemmTypes::F16_F32
-             ? dnnl_f32
-             : operandType(types);
+  return gemmResultBytes(types) == 2 ? operandType(types) : dnnl_f32;
 }
 
 struct Matmul {
@@ -214,7 +209,8 @@ public:
     return isa;
   }
   std::string typesNote(GemmTypes types) const override {
-    return isHalf(types) && !hasMatmul(types) ? "widened to f32" : "";
+    return gemmOperandsAreHalves(types) && !hasMatmul(types) ? "widened to f32"
+                                                             : "";
   }
   /// Before 3.11 its JIT f32 GEMM points rsp into a heap buffer (oneDNN
   /// issue #4845): a signal delivered meanwhile corrupts the heap.
@@ -282,7 +278,7 @@ private:
       probe.types = GemmTypes::F16;
       f16Matmul_ = findMatmul(probe, found).empty();
     });
-    return isHalf(types) ? f16Matmul_ : bf16Matmul_;
+    return gemmOperandsAreHalves(types) ? f16Matmul_ : bf16Matmul_;
   }
 
   /// bf16 x bf16 -> f32 or bf16, or f16 x f16 -> f16, as an f32 GEMM of the
@@ -293,10 +289,10 @@ private:
             aColumns = p.transposeA ? p.m : p.k;
     int64_t bRows = p.transposeB ? p.n : p.k,
             bColumns = p.transposeB ? p.k : p.n;
-    bool half = isHalf(p.types);
+    bool half = gemmOperandsAreHalves(p.types);
     widenHalves(p.a, aRows, aColumns, p.lda, half, a);
     widenHalves(p.b, bRows, bColumns, p.ldb, half, b);
-    bool narrowC = p.types == GemmTypes::BF16 || p.types == GemmTypes::F16;
+    bool narrowC = gemmResultBytes(p.types) == 2;
     if (narrowC)
       widenHalves(p.c, p.m, p.n, p.ldc, half, c);
     float *target = narrowC ? c.data() : static_cast<float *>(p.c);
