@@ -53,6 +53,11 @@ def Graph_FusionOp : Graph_Op<"fusion", [
     /// The region's anchor (its last op, a FusionAnchorOpInterface), or
     /// null when every op in it is fusible.
     ::kiln::graph::FusionAnchorOpInterface getAnchor();
+    /// Replaces this fusion by one without its unused results and without
+    /// the ops inside that computed only them (an anchor whose loss nothing
+    /// reads, in a region that also yields the logits); returns the fusion
+    /// that remains (this one when every result, or none, is used).
+    FusionOp dropUnusedResults();
   }];
 }
 

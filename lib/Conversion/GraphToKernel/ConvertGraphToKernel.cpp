@@ -30,45 +30,6 @@ static bool isTrainingEntry(StringRef name) {
          name == "accumulate_step";
 }
 
-/// Erases the ops of `block` whose results are unused and that have no side
-/// effects, from the end up.
-static void eraseDeadOps(Block &block) {
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-    if (!op.hasTrait<OpTrait::IsTerminator>() && isOpTriviallyDead(&op))
-      op.erase();
-}
-
-/// `fusion` without its unused results, and without the ops inside that
-/// computed only them (a cross-entropy anchor whose region also yields the
-/// logits, in a function that drops the loss). Returns the fusion that
-/// remains (the same one when every result is used).
-static graph::FusionOp pruneFusionResults(graph::FusionOp fusion) {
-  SmallVector<Value> used;
-  SmallVector<Type> types;
-  Operation *yield = fusion.getBody().front().getTerminator();
-  SmallVector<Value> kept;
-  for (auto [result, yielded] :
-       llvm::zip_equal(fusion.getResults(), yield->getOperands())) {
-    if (result.use_empty())
-      continue;
-    used.push_back(result);
-    types.push_back(result.getType());
-    kept.push_back(yielded);
-  }
-  if (used.size() == fusion.getNumResults() || used.empty())
-    return fusion;
-  OpBuilder builder(fusion);
-  auto pruned = graph::FusionOp::create(builder, fusion.getLoc(), types);
-  pruned.getBody().takeBody(fusion.getBody());
-  yield = pruned.getBody().front().getTerminator();
-  yield->setOperands(kept);
-  for (auto [old, fresh] : llvm::zip_equal(used, pruned.getResults()))
-    old.replaceAllUsesWith(fresh);
-  fusion.erase();
-  eraseDeadOps(pruned.getBody().front());
-  return pruned;
-}
-
 /// Erases ops whose results are unused and that have no side effects, from
 /// the end of the body up, and the unused results of fusions with the ops
 /// that computed only them.
@@ -82,7 +43,7 @@ static void eraseDeadOps(func::FuncOp function) {
       continue;
     }
     if (auto fusion = dyn_cast<graph::FusionOp>(op))
-      pruneFusionResults(fusion);
+      fusion.dropUnusedResults();
   }
 }
 

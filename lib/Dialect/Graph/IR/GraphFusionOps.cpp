@@ -6,6 +6,8 @@
 
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 using namespace mlir;
 using namespace kiln::graph;
 
@@ -92,4 +94,31 @@ LogicalResult FusionOp::verify() {
                             "movement or a splat constant, nor an anchor "
                             "ending the region");
   return success();
+}
+
+FusionOp FusionOp::dropUnusedResults() {
+  SmallVector<Value> used, kept;
+  SmallVector<Type> types;
+  for (auto [result, yielded] :
+       llvm::zip_equal(getResults(), getYield()->getOperands())) {
+    if (result.use_empty())
+      continue;
+    used.push_back(result);
+    types.push_back(result.getType());
+    kept.push_back(yielded);
+  }
+  if (used.size() == getNumResults() || used.empty())
+    return *this;
+  OpBuilder builder(*this);
+  auto pruned = FusionOp::create(builder, getLoc(), types);
+  pruned.getBody().takeBody(getBody());
+  pruned.getYield()->setOperands(kept);
+  for (auto [old, fresh] : llvm::zip_equal(used, pruned.getResults()))
+    old.replaceAllUsesWith(fresh);
+  erase();
+  Block &body = pruned.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (!op.hasTrait<OpTrait::IsTerminator>() && isOpTriviallyDead(&op))
+      op.erase();
+  return pruned;
 }
