@@ -202,6 +202,10 @@ def GraphFoldGemmEpilogues
     Option<"auxAlignment", "aux-alignment", "int64_t", /*default=*/"8",
            "The multiple of elements a GELU epilogue's auxiliary matrix's "
            "rows must be (cuBLASLt's: 8)">,
+    Option<"elementTypes", "element-types", "std::string",
+           /*default=*/"\"f32\"",
+           "The element types (comma-separated: f32, bf16, f16) of the "
+           "products the target's executor applies epilogues to">,
   ];
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }

@@ -117,7 +117,8 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // kernel each.
   if (int64_t alignment = target->getGemmEpilogueAuxAlignment();
       options.fuse && alignment > 0)
-    pm.addPass(graph::createGraphFoldGemmEpilogues({alignment}));
+    pm.addPass(graph::createGraphFoldGemmEpilogues(
+        {alignment, llvm::join(target->getGemmEpilogueElementTypes(), ",")}));
   if (options.fuse)
     pm.addPass(graph::createGraphFuse());
   pm.addPass(createConvertGraphToKernel(

@@ -104,6 +104,13 @@ public:
   /// multiple of elements its GELU auxiliary matrix's leading dimension
   /// must be. 0: no epilogues are folded.
   virtual int64_t getGemmEpilogueAuxAlignment() const = 0;
+  /// The element types of the products whose epilogues its executor
+  /// applies ("f32"; a 16-bit product's would need the epilogue before the
+  /// rounding of C, which the executors do not do yet).
+  virtual llvm::ArrayRef<llvm::StringRef> getGemmEpilogueElementTypes() const {
+    static const llvm::StringRef types[] = {"f32"};
+    return types;
+  }
   /// The multiple a cross-entropy's class dim is padded to, for aligned
   /// GEMM rows (--graph-pad-logits); 0: none.
   virtual int64_t getLogitsAlignment() const = 0;

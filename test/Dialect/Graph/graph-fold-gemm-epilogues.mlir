@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -graph-fold-gemm-epilogues -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -graph-fold-gemm-epilogues=element-types=f32,bf16 -split-input-file | FileCheck %s --check-prefix=BF16
 
 // A bias add over the product's last dim: the bias epilogue; the broadcast
 // goes with it.
@@ -102,4 +103,20 @@ func.func @unfolded(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf
   %sum = graph.add %s, %s : tensor<f32>
   %g = graph.gelu %sum : tensor<f32>
   return %a, %p, %c, %part, %early, %dw, %g : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<4x32xf32>, tensor<32xf32>, tensor<16x32xf32>, tensor<f32>
+}
+
+// -----
+
+// Only products of the element types the target's executor applies
+// epilogues to (the option; f32 by default) are folded.
+// CHECK-LABEL: func.func @bf16_bias
+// CHECK: graph.matmul
+// CHECK-NOT: graph.matmul_epilogue
+// BF16-LABEL: func.func @bf16_bias
+// BF16: graph.matmul_epilogue bias
+func.func @bf16_bias(%x: tensor<8x16xbf16>, %w: tensor<16x32xbf16>, %b: tensor<32xbf16>) -> tensor<8x32xbf16> {
+  %p = graph.matmul %x, %w : tensor<8x16xbf16>, tensor<16x32xbf16> -> tensor<8x32xbf16>
+  %bb = graph.broadcast %b : tensor<32xbf16> -> tensor<8x32xbf16>
+  %y = graph.add %p, %bb : tensor<8x32xbf16>
+  return %y : tensor<8x32xbf16>
 }

@@ -23,15 +23,24 @@ using namespace mlir;
 using namespace kiln::graph;
 
 namespace {
-/// The matmul defining `value` when `value` is its only use's operand.
-MatmulOp getSoleUseMatmul(Value value) {
+/// What the target's executor takes (the pass options): the multiple of
+/// elements a GELU's auxiliary rows must be, and the element types of the
+/// products it applies epilogues to, as their names print ("f32").
+struct Executor {
+  int64_t alignment;
+  ArrayRef<std::string> types;
+};
+
+/// The matmul defining `value` when `value` is its only use's operand and
+/// its product's element type is one the executor applies epilogues to.
+MatmulOp getSoleUseMatmul(Value value, const Executor &executor) {
   auto matmul = value.getDefiningOp<MatmulOp>();
-  // f32 products only: a bf16 product's epilogue would run in f32 before
-  // its rounding, which the executors' host epilogues do not model yet.
-  if (!matmul || !matmul->hasOneUse() ||
-      !cast<RankedTensorType>(matmul.getType()).getElementType().isF32())
+  if (!matmul || !matmul->hasOneUse())
     return nullptr;
-  return matmul;
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << cast<RankedTensorType>(matmul.getType()).getElementType();
+  return llvm::is_contained(executor.types, name) ? matmul : nullptr;
 }
 
 /// The bias vector `value` broadcasts over its last dim, if it is one: a
@@ -54,10 +63,10 @@ struct BiasAdd {
   MatmulOp matmul;
   Value bias;
 };
-std::optional<BiasAdd> matchBiasAdd(AddOp add) {
+std::optional<BiasAdd> matchBiasAdd(AddOp add, const Executor &executor) {
   for (auto [product, other] : {std::pair(add.getLhs(), add.getRhs()),
                                 std::pair(add.getRhs(), add.getLhs())}) {
-    MatmulOp matmul = getSoleUseMatmul(product);
+    MatmulOp matmul = getSoleUseMatmul(product, executor);
     Value bias = getBroadcastBias(other);
     if (matmul && bias &&
         cast<RankedTensorType>(matmul.getType()).getElementType() ==
@@ -94,11 +103,12 @@ MatmulEpilogueOp createEpilogue(IRRewriter &rewriter, Operation *at,
 
 /// gelu(matmul + bias) -> bias_gelu; the add's other users read its
 /// pre-activation.
-void foldBiasGelu(IRRewriter &rewriter, GeluOp gelu, int64_t alignment) {
+void foldBiasGelu(IRRewriter &rewriter, GeluOp gelu,
+                  const Executor &executor) {
   auto add = gelu.getInput().getDefiningOp<AddOp>();
-  if (!add || !hasAlignedRows(add, alignment))
+  if (!add || !hasAlignedRows(add, executor.alignment))
     return;
-  std::optional<BiasAdd> match = matchBiasAdd(add);
+  std::optional<BiasAdd> match = matchBiasAdd(add, executor);
   if (!match)
     return;
   Type type = gelu.getType();
@@ -110,8 +120,8 @@ void foldBiasGelu(IRRewriter &rewriter, GeluOp gelu, int64_t alignment) {
 }
 
 /// matmul + bias -> bias.
-void foldBias(IRRewriter &rewriter, AddOp add, int64_t) {
-  std::optional<BiasAdd> match = matchBiasAdd(add);
+void foldBias(IRRewriter &rewriter, AddOp add, const Executor &executor) {
+  std::optional<BiasAdd> match = matchBiasAdd(add, executor);
   if (!match)
     return;
   auto fused = createEpilogue(rewriter, add, match->matmul, GemmEpilogue::Bias,
@@ -120,10 +130,11 @@ void foldBias(IRRewriter &rewriter, AddOp add, int64_t) {
 }
 
 /// gelu_grad(matmul, pre) -> dgelu with aux = pre.
-void foldGeluGrad(IRRewriter &rewriter, GeluGradOp grad, int64_t alignment) {
-  MatmulOp matmul = getSoleUseMatmul(grad.getResultGrad());
+void foldGeluGrad(IRRewriter &rewriter, GeluGradOp grad,
+                  const Executor &executor) {
+  MatmulOp matmul = getSoleUseMatmul(grad.getResultGrad(), executor);
   if (!matmul || grad.getInput().getType() != matmul.getType() ||
-      !hasAlignedRows(grad.getInput(), alignment))
+      !hasAlignedRows(grad.getInput(), executor.alignment))
     return;
   auto fused = createEpilogue(rewriter, grad, matmul, GemmEpilogue::DGelu,
                               nullptr, grad.getInput(), {grad.getType()});
@@ -143,7 +154,7 @@ bool readsRowsOf(Value rhs, Value dz) {
 
 /// reduce sum(dz) over its rows beside matmul(x, dz) with transpose_lhs ->
 /// bias_grad.
-void foldBiasGrad(IRRewriter &rewriter, ReduceOp reduce, int64_t) {
+void foldBiasGrad(IRRewriter &rewriter, ReduceOp reduce, const Executor &) {
   Value dz = reduce.getInput();
   auto type = cast<RankedTensorType>(dz.getType());
   int64_t rank = type.getRank();
@@ -190,6 +201,12 @@ struct GraphFoldGemmEpiloguesPass
 
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
+    SmallVector<StringRef> names;
+    StringRef(elementTypes).split(names, ',', -1, /*KeepEmpty=*/false);
+    SmallVector<std::string> types;
+    for (StringRef name : names)
+      types.push_back(name.trim().str());
+    Executor executor{auxAlignment, types};
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       // Each rewrite over a snapshot of its ops, in program order.
       auto each = [&](auto fold, auto tag) {
@@ -197,7 +214,7 @@ struct GraphFoldGemmEpiloguesPass
         SmallVector<OpTy> ops;
         function.walk([&](OpTy op) { ops.push_back(op); });
         for (OpTy op : ops)
-          fold(rewriter, op, auxAlignment);
+          fold(rewriter, op, executor);
       };
       each(foldBiasGelu, GeluOp());
       each(foldBias, AddOp());
