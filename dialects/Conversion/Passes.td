@@ -99,7 +99,8 @@ def ConvertKernelToGpu : Pass<"convert-kernel-to-gpu", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::vector::VectorDialect"];
 }
 
 def ConvertGpuToEmulator : Pass<"convert-gpu-to-emulator", "::mlir::ModuleOp"> {
@@ -138,7 +139,8 @@ def ConvertGpuToEmulator : Pass<"convert-gpu-to-emulator", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::kiln::kernel::KernelDialect", "::mlir::scf::SCFDialect",
     "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::cf::ControlFlowDialect", "::mlir::LLVM::LLVMDialect"];
+    "::mlir::cf::ControlFlowDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES_TD

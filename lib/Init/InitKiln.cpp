@@ -1,4 +1,5 @@
-//===- InitKiln.cpp - Register Kiln's dialects and passes ------------------===//
+//===- InitKiln.cpp - Register Kiln's dialects and passes
+//------------------===//
 //
 // Part of Kiln.
 //
@@ -24,6 +25,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
@@ -34,7 +36,8 @@ void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
   // What the cuda backend lowers kernels to.
-  registry.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>();
+  registry.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect,
+                  mlir::vector::VectorDialect>();
   kiln::registerHostTranslations(registry);
   kiln::registerCudaTranslations(registry);
 }

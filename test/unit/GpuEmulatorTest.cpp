@@ -205,6 +205,103 @@ std::string alignedSource() {
                         " loc(\"planted.kiln\":3:1)");
 }
 
+/// One block of two warps, each computing D = A B + C with one
+/// mma.sync.m16n8k16 over x = [A (16 x 16), B (16 x 8), C (16 x 8)]
+/// (row-major f32, rounded to `type` for A and B), warp w writing D to
+/// y[w * 128 ...]. The fragments are loaded and stored by the PTX ISA's
+/// layouts, written out here independently of the emulator: bf16 pairs
+/// packed in an i32, f16 pairs as vector<2xf16>.
+std::string mmaSource(const std::string &type) {
+  bool bf16 = type == "bf16";
+  std::string pair = "vector<2x" + type + ">";
+  std::string body = R"mlir(      %t = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c128 = arith.constant 128 : index
+      %c256 = arith.constant 256 : index
+      %c384 = arith.constant 384 : index
+      %lane = arith.remui %t, %c32 : index
+      %warp = arith.divui %t, %c32 : index
+      %g = arith.divui %lane, %c4 : index
+      %tig = arith.remui %lane, %c4 : index
+      %col0 = arith.muli %tig, %c2 : index
+      %col1 = arith.addi %col0, %c1 : index
+      %g8 = arith.addi %g, %c8 : index
+      %col8 = arith.addi %col0, %c8 : index
+      %out = arith.muli %warp, %c128 : index
+)mlir";
+  auto line = [&](const std::string &text) { body += "      " + text + "\n"; };
+  // %name = row * stride + col + base.
+  auto address = [&](const std::string &name, const std::string &row,
+                     const std::string &stride, const std::string &col,
+                     const std::string &base) {
+    line("%" + name + "r = arith.muli " + row + ", " + stride + " : index");
+    line("%" + name + "s = arith.addi %" + name + "r, " + col + " : index");
+    line("%" + name + " = arith.addi %" + name + "s, " + base + " : index");
+  };
+  // A(row, col) = x[row * 16 + col]; B(k, n) = x[256 + k * 8 + n];
+  // C(row, col) = x[384 + row * 8 + col]. A register holds the elements at
+  // `first` and `first + step`: along A's row, down B's column.
+  struct Register {
+    const char *name, *row, *stride, *col, *base, *step;
+  } registers[] = {{"a0", "%g", "%c16", "%col0", "%c0", "%c1"},
+                   {"a1", "%g8", "%c16", "%col0", "%c0", "%c1"},
+                   {"a2", "%g", "%c16", "%col8", "%c0", "%c1"},
+                   {"a3", "%g8", "%c16", "%col8", "%c0", "%c1"},
+                   {"b0", "%col0", "%c8", "%g", "%c256", "%c8"},
+                   {"b1", "%col8", "%c8", "%g", "%c256", "%c8"}};
+  std::vector<std::string> values;
+  for (const Register &r : registers) {
+    std::string n = r.name;
+    address(n, r.row, r.stride, r.col, r.base);
+    line("%" + n + "n = arith.addi %" + n + ", " + r.step + " : index");
+    line("%" + n + "x = memref.load %x[%" + n + "] : memref<512xf32>");
+    line("%" + n + "y = memref.load %x[%" + n + "n] : memref<512xf32>");
+    line("%" + n + "h = arith.truncf %" + n + "x : f32 to " + type);
+    line("%" + n + "k = arith.truncf %" + n + "y : f32 to " + type);
+    line("%" + n + "p = vector.from_elements %" + n + "h, %" + n +
+         "k : " + pair);
+    if (bf16) {
+      line("%" + n + "q = vector.bitcast %" + n + "p : " + pair +
+           " to vector<1xi32>");
+      line("%" + n + "i = vector.extract %" + n +
+           "q[0] : i32 from "
+           "vector<1xi32>");
+    }
+    values.push_back("%" + n + (bf16 ? "i" : "p"));
+  }
+  // c_i and d_i at (g + 8 * (i / 2), col0 + i % 2).
+  for (int i = 0; i < 4; ++i) {
+    std::string n = "acc" + std::to_string(i);
+    address(n, i < 2 ? "%g" : "%g8", "%c8", i % 2 ? "%col1" : "%col0", "%c384");
+    line("%" + n + "v = memref.load %x[%" + n + "] : memref<512xf32>");
+    values.push_back("%" + n + "v");
+  }
+  std::string regType = bf16 ? "i32" : pair;
+  line("%d = nvvm.mma.sync A[" + values[0] + ", " + values[1] + ", " +
+       values[2] + ", " + values[3] + "] B[" + values[4] + ", " + values[5] +
+       "] C[" + values[6] + ", " + values[7] + ", " + values[8] + ", " +
+       values[9] +
+       "] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
+       "multiplicandAPtxType = #nvvm.mma_type<" +
+       type + ">, multiplicandBPtxType = #nvvm.mma_type<" + type +
+       ">, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (" + regType + ", " +
+       regType + ", f32) -> !llvm.struct<(f32, f32, f32, f32)>");
+  for (int i = 0; i < 4; ++i) {
+    std::string n = "d" + std::to_string(i);
+    line("%" + n + "v = llvm.extractvalue %d[" + std::to_string(i) +
+         "] : !llvm.struct<(f32, f32, f32, f32)>");
+    address(n, i < 2 ? "%g" : "%g8", "%c8", i % 2 ? "%col1" : "%col0", "%out");
+    line("memref.store %" + n + "v, %y[%" + n + "] : memref<256xf32>");
+  }
+  return oneBlockKernel(body, "", "%x: memref<512xf32>, %y: memref<256xf32>");
+}
+
 using Kernel = void (*)(void **, int64_t, int64_t);
 
 /// kernels.emu.so of `source`, opened; null after a failure.
@@ -250,6 +347,14 @@ public:
       x[i] = float(i);
     void *buffers[] = {x.data() + shift, y.data()};
     kernel(buffers, 0, blocks);
+    return y;
+  }
+
+  /// Runs one block on `x`; y has `size` elements.
+  std::vector<float> run(std::vector<float> x, int64_t size) {
+    std::vector<float> y(size, 0.0f);
+    void *buffers[] = {x.data(), y.data()};
+    kernel(buffers, 0, 1);
     return y;
   }
 
@@ -376,6 +481,32 @@ TEST(GpuEmulator, CheckedModeTrapsAMisalignedVectorAccess) {
   EXPECT_DEATH(aligned.run(64, 1, /*shift=*/1),
                "GPU emulator: kernel kiln_k7: misaligned vector access: "
                "buffer argument 0(.|\n)*planted.kiln\":3:1");
+}
+
+TEST(GpuEmulator, MmaSyncComputesAWarpsMatrixProduct) {
+  // Small integers: every product and sum is exact in f32, so D must equal
+  // the plain product whatever the order of accumulation. Each warp holds
+  // its own copy of the fragments; both must give the product.
+  std::vector<float> x(512);
+  for (int i = 0; i < 512; ++i)
+    x[i] = float((i * 7) % 11 - 5);
+  std::vector<float> expected(128);
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 8; ++n) {
+      float sum = x[384 + r * 8 + n];
+      for (int k = 0; k < 16; ++k)
+        sum += x[r * 16 + k] * x[256 + k * 8 + n];
+      expected[r * 8 + n] = sum;
+    }
+  for (const char *type : {"bf16", "f16"})
+    for (bool checked : {false, true}) {
+      SCOPED_TRACE(std::string(type) + (checked ? " checked" : " unchecked"));
+      EmulatedKernel mma(mmaSource(type), checked);
+      ASSERT_TRUE(mma.kernel);
+      std::vector<float> y = mma.run(x, 256);
+      for (int i = 0; i < 256; ++i)
+        ASSERT_EQ(y[i], expected[i % 128]) << "element " << i;
+    }
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "EmulatorChecks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -43,6 +44,17 @@ inline bool isLaunchId(Operation *op) {
   return isa<gpu::BlockIdOp, gpu::ThreadIdOp, gpu::BlockDimOp, gpu::GridDimOp,
              gpu::LaneIdOp, gpu::SubgroupIdOp>(op);
 }
+
+/// Warp collectives: each lane reads what the other lanes of its warp hold
+/// (gpu.shuffle, nvvm.mma.sync); the split points of a warp's steps.
+inline bool isWarpCollective(Operation *op) {
+  return isa<gpu::ShuffleOp, NVVM::MmaOp>(op);
+}
+
+/// Whether the emulator runs `mma` (EmulateMma.cpp): m16n8k16, A row-major
+/// and B column-major, bf16 (packed in i32) or f16 (vector<2xf16>)
+/// multiplicands, f32 accumulators.
+LogicalResult verifyEmulatedMma(NVVM::MmaOp mma);
 
 /// Per-thread launch ids: their value depends on the thread.
 inline bool isThreadId(Operation *op) {
@@ -99,6 +111,10 @@ private:
   void emitLanes(const Step &step, OpBuilder &b, Value warp);
   void emitShuffle(gpu::ShuffleOp shuffle, OpBuilder &b, Value thread,
                    Value lane, Value warp);
+  /// Lane `lane` of `warp` computes its four elements of D = A B + C from
+  /// the fragments its warp's lanes hold, by the PTX ISA's layouts.
+  void emitMma(NVVM::MmaOp mma, OpBuilder &b, Value thread, Value lane,
+               Value warp);
   void emitUniform(const Step &step, OpBuilder &b, Value warp);
   void emitYield(const Step &step, OpBuilder &b, Value warp);
   void emitBarrier(OpBuilder &b, Location loc);

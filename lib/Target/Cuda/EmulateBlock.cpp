@@ -6,8 +6,9 @@
 //
 //   block level   steps between gpu.barrier ops: every thread of the block
 //                 finishes one before any starts the next;
-//   warp level    inside those, steps between gpu.shuffle ops, warp by warp:
-//                 a shuffle reads what the lanes of its warp left behind;
+//   warp level    inside those, steps between warp collectives (gpu.shuffle,
+//                 nvvm.mma.sync), warp by warp: a collective reads what the
+//                 lanes of its warp left behind;
 //   uniform ops   an scf.if or scf.for holding a split point runs once for
 //                 the threads that reach it together (the block for a
 //                 barrier, the warp for a shuffle), their condition and
@@ -151,6 +152,8 @@ void BlockEmulator::emitLanes(const Step &step, OpBuilder &b, Value warp) {
         for (Operation *op : step.ops) {
           if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
             emitShuffle(shuffle, inside, thread, lane, warpId);
+          else if (auto mma = dyn_cast<NVVM::MmaOp>(op))
+            emitMma(mma, inside, thread, lane, warpId);
           else
             inside.clone(*op, mapping);
         }
@@ -226,17 +229,22 @@ void BlockEmulator::checkUniform(OpBuilder &b, Operation *op, Level level,
                                  Value warp, ValueRange operands) {
   Operation *split = nullptr;
   op->walk([&](Operation *nested) {
-    if (!split && isa<gpu::BarrierOp, gpu::ShuffleOp>(nested))
+    if (!split && (isa<gpu::BarrierOp>(nested) || isWarpCollective(nested)))
       split = nested;
   });
   std::string message =
       level == Level::Block
-          ? "divergent barrier: the threads of a block reach this gpu.barrier "
-            "differently (the condition or bounds of the control flow around "
-            "it differ between them)"
-          : "divergent shuffle: the lanes of a warp reach this gpu.shuffle "
-            "differently (the condition or bounds of the control flow around "
-            "it differ between them)";
+          ? std::string("divergent barrier: the threads of a block reach "
+                        "this gpu.barrier differently (the condition or "
+                        "bounds of the control flow around it differ "
+                        "between them)")
+          : "divergent " +
+                std::string(isa<gpu::ShuffleOp>(split) ? "shuffle"
+                                                       : "warp collective") +
+                ": the lanes of a warp reach this " +
+                split->getName().getStringRef().str() +
+                " differently (the condition or bounds of the control flow "
+                "around it differ between them)";
   message += "\n" + split->getName().getStringRef().str() +
              "\nLocation: " + printLocation(split->getLoc());
   Location loc = op->getLoc();

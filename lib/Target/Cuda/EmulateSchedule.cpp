@@ -95,6 +95,22 @@ FailureOr<Steps> BlockEmulator::scheduleWarp(ArrayRef<Operation *> ops,
       run.ops.push_back(op);
       continue;
     }
+    if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
+      if (failed(verifyEmulatedMma(mma)))
+        return failure();
+      // Like a shuffle, the mma reads its lanes' fragments: values of an
+      // earlier step.
+      if (llvm::any_of(op->getOperands(), [&](Value operand) {
+            Operation *definer = operand.getDefiningOp();
+            Operation *top =
+                definer ? op->getBlock()->findAncestorOpInBlock(*definer)
+                        : nullptr;
+            return top && llvm::is_contained(run.ops, top);
+          }))
+        flush();
+      run.ops.push_back(op);
+      continue;
+    }
     if (!withShuffle.count(op)) {
       run.ops.push_back(op);
       continue;
@@ -117,8 +133,8 @@ FailureOr<Steps> BlockEmulator::scheduleWarp(ArrayRef<Operation *> ops,
 FailureOr<Step> BlockEmulator::scheduleUniform(Operation *op, Level level) {
   if (!isa<scf::IfOp, scf::ForOp>(op))
     return op->emitError()
-           << "holds a gpu.barrier or gpu.shuffle, which the emulator runs "
-              "only inside scf.if and scf.for";
+           << "holds a gpu.barrier, gpu.shuffle or nvvm.mma.sync, which the "
+              "emulator runs only inside scf.if and scf.for";
   stepOf[op] = kUniformSite;
   scheduled.push_back(op);
   Step step{Step::Uniform, {op}, {}, level};
@@ -171,7 +187,7 @@ LogicalResult BlockEmulator::analyze() {
   for (Operation *op : llvm::reverse(hoisted))
     op->moveBefore(&entry, entry.begin());
   func.walk([&](Operation *op) {
-    if (!isa<gpu::BarrierOp, gpu::ShuffleOp>(op))
+    if (!isa<gpu::BarrierOp>(op) && !isWarpCollective(op))
       return;
     auto &marked = isa<gpu::BarrierOp>(op) ? withBarrier : withShuffle;
     for (Operation *parent = op->getParentOp(); parent && parent != func;
@@ -189,11 +205,15 @@ LogicalResult BlockEmulator::keep(OpBuilder &b, Value value, Value storage) {
   if (kept.count(value))
     return success();
   Type type = value.getType();
-  if (!type.isIntOrIndexOrFloat())
+  auto vector = dyn_cast<VectorType>(type);
+  bool numbers = type.isIntOrIndexOrFloat() ||
+                 (vector && vector.getElementType().isIntOrFloat() &&
+                  !vector.isScalable());
+  if (!numbers)
     return emitError(value.getLoc())
            << "a value of type " << type
-           << " is used across a gpu.barrier or gpu.shuffle, which the "
-              "emulator keeps only for numbers";
+           << " is used across a gpu.barrier or a warp collective, which "
+              "the emulator keeps only for numbers and vectors of them";
   if (!storage)
     storage =
         memref::AllocaOp::create(*block.allocator, value.getLoc(),
