@@ -141,9 +141,12 @@ static OpCost costOfLaunch(kernel::LaunchOp launch) {
   // A fused attention's body is a reference whose loops run to the causal
   // diagonal: its description counts the pairs instead.
   if (auto attention = kernel::FusedAttention::fromAttr(
-          body->getAttr(kernel::KernelDialect::kAttentionAttr)))
+          body->getAttr(kernel::KernelDialect::kAttentionAttr))) {
     cost.flops = attention->getFlops();
-  else
+    // 16-bit queries: the tensor-core variant (mma.sync) of the template.
+    auto query = dyn_cast<MemRefType>(body.getArgument(0).getType());
+    cost.tensorCores = query && query.getElementTypeBitWidth() == 16;
+  } else
     body.walk([&](Operation *op) {
       if (int64_t flops = flopsOf(op))
         cost.flops += flops * tripsAround(op);

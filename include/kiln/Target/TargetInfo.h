@@ -94,10 +94,12 @@ public:
   /// The GPUs of the arch, whose figures the roofline model holds the
   /// kernels against (cuda/GpuFigures.h); none on the cpu.
   virtual llvm::ArrayRef<cuda::GpuFigures> getGpus() const = 0;
-  /// The largest head dim (of the keys and of the values) the target's
-  /// fused attention kernels take (kernel/IR/FusedAttention.h); 0 where
-  /// attention is library GEMMs around a row kernel.
-  virtual int64_t getFusedAttentionHeadDimLimit() const = 0;
+  /// Whether the target's fused attention kernels (kernel/IR/
+  /// FusedAttention.h) take heads of `keyDim` and `valueDim` elements of
+  /// `elementType` ("f32", "bf16", "f16"); where not, attention is library
+  /// GEMMs around a row kernel.
+  virtual bool hasFusedAttention(llvm::StringRef elementType, int64_t keyDim,
+                                 int64_t valueDim) const = 0;
   /// Where the GEMM library applies bias, GELU and bias-gradient epilogues
   /// as it stores the product (so that the pipeline folds them into the
   /// GEMMs, --graph-fold-gemm-epilogues, before fusing the rest): the

@@ -154,7 +154,7 @@ struct AttentionToKernel : OpToKernelPattern<graph::AttentionOp> {
     if (canFuseAttention(lowering, shape, valueDim, elementType)) {
       // The log-sum-exp of each row, for the gradient.
       Value lse = lowering.allocateTransient(
-          MemRefType::get({batches, queries}, elementType));
+          MemRefType::get({batches, queries}, kb::computeType(elementType)));
       lowerFusedAttention(
           lowering, op.getLoc(), origin, lowering.lookup(op.getQuery()),
           lowering.lookup(op.getKey()), lowering.lookup(op.getValue()), result,

@@ -1,7 +1,7 @@
 //===- FusedAttentionToKernel.cpp - Attention as fused kernels ------------===//
 //
 // Part of Kiln. On a target with fused attention kernels
-// (TargetInfo::getFusedAttentionHeadDimLimit), graph.attention is one
+// (TargetInfo::hasFusedAttention), graph.attention is one
 // kernel writing out and the log-sum-exp of each row, and its gradient
 // three: delta = rowsum(dout * out) (a row kernel like any other), then
 // dk and dv (a row per key) and dq (a row per query), which recompute the
@@ -30,11 +30,13 @@ using kernel::FusedAttention;
 bool kiln::canFuseAttention(const KernelLowering &lowering,
                             const AttentionShape &shape, int64_t valueDim,
                             Type elementType) {
-  int64_t limit = lowering.getTarget().getFusedAttentionHeadDimLimit();
-  return lowering.allowsFusedAttention() && elementType.isF32() &&
+  StringRef name = elementType.isF32()    ? "f32"
+                   : elementType.isBF16() ? "bf16"
+                   : elementType.isF16()  ? "f16"
+                                          : "";
+  return lowering.allowsFusedAttention() && !name.empty() &&
          shape.batches > 0 && shape.queries > 0 && shape.keys > 0 &&
-         shape.keyDim > 0 && valueDim > 0 && shape.keyDim <= limit &&
-         valueDim <= limit;
+         lowering.getTarget().hasFusedAttention(name, shape.keyDim, valueDim);
 }
 
 namespace {
@@ -46,14 +48,17 @@ struct Rows {
   Type type;
   Value batch;
 
+  /// Loads widen 16-bit elements to `type` (f32) and stores round them
+  /// back: the sums are in f32 whatever the buffers hold.
   Value load(Value buffer, ValueRange indices) {
-    return memref::LoadOp::create(b, loc, buffer, indices);
+    return kb::widen(b, loc, memref::LoadOp::create(b, loc, buffer, indices));
   }
   Value at(Value buffer, Value row, Value column) {
     return load(buffer, {batch, row, column});
   }
   void store(Value value, Value buffer, Value row, Value column) {
-    memref::StoreOp::create(b, loc, value, buffer,
+    Type storage = cast<MemRefType>(buffer.getType()).getElementType();
+    memref::StoreOp::create(b, loc, kb::narrow(b, loc, value, storage), buffer,
                             ValueRange{batch, row, column});
   }
   /// Σ_c a[ra, c] * b[rb, c] over [0, dim), in increasing c.
@@ -151,7 +156,7 @@ void kiln::lowerFusedAttention(KernelLowering &lowering, Location loc,
                                Value value, Value out, Value lse,
                                const AttentionShape &shape, int64_t valueDim) {
   int64_t batches = shape.batches, queries = shape.queries, keys = shape.keys;
-  Type type = cast<MemRefType>(out.getType()).getElementType();
+  Type type = kb::computeType(cast<MemRefType>(out.getType()).getElementType());
   SmallVector<Value> buffers = {
       lowering.view(query, {batches, queries, shape.keyDim}),
       lowering.view(key, {batches, keys, shape.keyDim}),
@@ -218,7 +223,7 @@ void kiln::lowerFusedAttentionGrad(KernelLowering &lowering, Location loc,
                                    int64_t valueDim) {
   int64_t batches = shape.batches, queries = shape.queries, keys = shape.keys;
   int64_t keyDim = shape.keyDim;
-  Type type = cast<MemRefType>(out.getType()).getElementType();
+  Type type = kb::computeType(cast<MemRefType>(out.getType()).getElementType());
   int64_t rows = batches * queries;
 
   // delta = rowsum(dout * out).
@@ -236,10 +241,12 @@ void kiln::lowerFusedAttentionGrad(KernelLowering &lowering, Location loc,
                       ValueRange acc) -> SmallVector<Value> {
                     Value term = arith::MulFOp::create(
                         b, loc,
-                        memref::LoadOp::create(b, loc, args[0],
-                                               ValueRange{row, e}),
-                        memref::LoadOp::create(b, loc, args[1],
-                                               ValueRange{row, e}));
+                        kb::widen(b, loc,
+                                  memref::LoadOp::create(b, loc, args[0],
+                                                         ValueRange{row, e})),
+                        kb::widen(b, loc,
+                                  memref::LoadOp::create(b, loc, args[1],
+                                                         ValueRange{row, e})));
                     return {arith::AddFOp::create(b, loc, acc[0], term)};
                   })[0];
               memref::StoreOp::create(b, loc, sum, args[2], ValueRange{row});

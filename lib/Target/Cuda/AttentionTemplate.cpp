@@ -24,6 +24,7 @@
 
 #include "AttentionTemplate.h"
 #include "KernelFunc.h"
+#include "TemplateBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -39,6 +40,7 @@ using namespace mlir;
 using namespace kiln;
 using kernel::FusedAttention;
 using Part = FusedAttention::Part;
+using namespace kiln::attention;
 
 namespace {
 /// The columns of one vector a lane holds at most (registers per vector).
@@ -47,20 +49,6 @@ constexpr int64_t kMaxColumnsPerLane = 8;
 constexpr int64_t kBlockSize = 256;
 /// The other side's rows staged in shared memory at once.
 constexpr int64_t kTileRows = 32;
-
-/// The buffers' positions among a part's arguments.
-enum Argument : unsigned {
-  kQuery = 0,
-  kKey = 1,
-  kValue = 2,
-  kOut = 3,        // forward
-  kForwardLse = 4, // forward
-  kResultGrad = 3, // gradients
-  kLse = 4,        // gradients
-  kDelta = 5,      // gradients
-  kFirstGrad = 6,  // dk (key_value_grad) or dq (query_grad)
-  kValueGrad = 7,  // key_value_grad
-};
 
 /// The shape each argument of `part` must have.
 SmallVector<SmallVector<int64_t>> getExpectedShapes(const FusedAttention &a) {
@@ -94,12 +82,19 @@ std::optional<AttentionPlan> kiln::planAttention(const FusedAttention &part,
   SmallVector<SmallVector<int64_t>> shapes = getExpectedShapes(part);
   if (source.getNumArguments() != shapes.size() + 2)
     return std::nullopt;
+  // The vectors in one element type, lse and delta in f32.
+  Type elementType =
+      cast<MemRefType>(source.getArgument(kQuery).getType()).getElementType();
   for (auto [argument, shape] : llvm::zip(source.getArguments(), shapes)) {
     auto type = dyn_cast<MemRefType>(argument.getType());
-    if (!type || !type.getElementType().isF32() ||
+    Type expected =
+        shape.size() == 2 ? Float32Type::get(body.getContext()) : elementType;
+    if (!type || type.getElementType() != expected ||
         type.getShape() != ArrayRef<int64_t>(shape))
       return std::nullopt;
   }
+  if (!elementType.isF32())
+    return planMmaAttention(part, elementType, warpSize);
   // The fewest lanes (a power of two, at most a warp) that hold the wider
   // head dim in kMaxColumnsPerLane columns each.
   int64_t widest = std::max(part.keyDim, part.valueDim);
@@ -131,68 +126,46 @@ std::optional<AttentionPlan> kiln::planAttention(const FusedAttention &part,
   return plan;
 }
 
+std::pair<Value, Value> kiln::buildTileRange(OpBuilder &b, Location loc,
+                                             const AttentionPlan &plan,
+                                             Value firstRow) {
+  const FusedAttention &a = plan.attention;
+  bool byKeys = a.part != Part::KeyValueGrad;
+  int64_t others = byKeys ? a.keys : a.queries;
+  int64_t tileRows = plan.tileRows;
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  Value first = index(0), end = index(llvm::divideCeilSigned(others, tileRows));
+  if (a.causal && byKeys) {
+    // Keys up to the block's last row (and no further than the keys).
+    Value last = arith::MinUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, firstRow, index(plan.rowsPerBlock)),
+        index(std::min(a.queries, a.keys)));
+    end = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, last, index(tileRows - 1)),
+        index(tileRows));
+  } else if (a.causal) {
+    // Queries from the block's first key on.
+    first = arith::DivUIOp::create(b, loc, firstRow, index(tileRows));
+  }
+  return {first, end};
+}
+
 namespace {
 /// Builds one part's kernel: the thread's row, its registers, the tiles.
-class AttentionKernelBuilder {
+class AttentionKernelBuilder : TemplateBuilder {
 public:
   AttentionKernelBuilder(OpBuilder &b, Location loc, const AttentionPlan &plan,
                          ValueRange arguments, ValueRange shared)
-      : b(b), loc(loc), plan(plan), a(plan.attention),
+      : TemplateBuilder(b, loc), plan(plan), a(plan.attention),
         arguments(arguments.begin(), arguments.end()),
-        shared(shared.begin(), shared.end()), f32(b.getF32Type()) {}
+        shared(shared.begin(), shared.end()) {}
 
   void build();
 
 private:
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  Value real(double value) {
-    return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(value));
-  }
-  Value below(Value lhs, Value rhs) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lhs, rhs);
-  }
-  Value add(Value lhs, Value rhs) {
-    return isa<IndexType>(lhs.getType())
-               ? arith::AddIOp::create(b, loc, lhs, rhs).getResult()
-               : arith::AddFOp::create(b, loc, lhs, rhs).getResult();
-  }
-  Value mul(Value lhs, Value rhs) {
-    return isa<IndexType>(lhs.getType())
-               ? arith::MulIOp::create(b, loc, lhs, rhs).getResult()
-               : arith::MulFOp::create(b, loc, lhs, rhs).getResult();
-  }
-  Value sub(Value lhs, Value rhs) {
-    return arith::SubFOp::create(b, loc, lhs, rhs);
-  }
-  Value select(Value condition, Value yes, Value no) {
-    return arith::SelectOp::create(b, loc, condition, yes, no);
-  }
-  Value both(Value lhs, Value rhs) {
-    return arith::AndIOp::create(b, loc, lhs, rhs);
-  }
-  /// for (iv = lower; iv < upper; iv += step) with `inits` carried.
-  SmallVector<Value>
-  forLoop(Value lower, Value upper, Value step, ValueRange inits,
-          llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto loop = scf::ForOp::create(
-        b, loc, lower, upper, step, inits,
-        [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToEnd(nested.getInsertionBlock());
-          scf::YieldOp::create(b, loc, body(iv, carried));
-        });
-    return SmallVector<Value>(loop.getResults());
-  }
-  /// Runs `then` where `condition` holds.
-  void when(Value condition, llvm::function_ref<void()> then) {
-    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    then();
-  }
-
   /// The lanes' columns of a vector of `dim`: column c of the lane is
   /// member + c * lanes.
   int64_t columnsOf(int64_t dim) const {
@@ -337,13 +310,10 @@ private:
   void buildKeyValueGrad();
   void buildQueryGrad();
 
-  OpBuilder &b;
-  Location loc;
   const AttentionPlan &plan;
   const FusedAttention &a;
   SmallVector<Value> arguments;
   SmallVector<Value> shared;
-  Type f32;
   // The thread's place: its batch, its row (clamped into the rows, and as
   // laid out), whether that row exists, its lane in the row's group.
   Value thread, batch, firstRow, rowIndex, row, rowInside, member;
@@ -355,19 +325,7 @@ SmallVector<Value> AttentionKernelBuilder::walkTiles(
   bool byKeys = a.part != Part::KeyValueGrad;
   int64_t others = byKeys ? a.keys : a.queries;
   int64_t tileRows = plan.tileRows;
-  // The tiles [first, end): causal blocks skip what none of their rows see.
-  Value first = index(0), end = index(llvm::divideCeilSigned(others, tileRows));
-  if (a.causal && byKeys) {
-    // Keys up to the block's last row (and no further than the keys).
-    Value last =
-        arith::MinUIOp::create(b, loc, add(firstRow, index(plan.rowsPerBlock)),
-                               index(std::min(a.queries, a.keys)));
-    end = arith::DivUIOp::create(b, loc, add(last, index(tileRows - 1)),
-                                 index(tileRows));
-  } else if (a.causal) {
-    // Queries from the block's first key on.
-    first = arith::DivUIOp::create(b, loc, firstRow, index(tileRows));
-  }
+  auto [first, end] = buildTileRange(b, loc, plan, firstRow);
   return forLoop(first, end, index(1), inits,
                  [&](Value t, ValueRange carried) -> SmallVector<Value> {
                    Value start = mul(t, index(tileRows));
@@ -513,6 +471,8 @@ void AttentionKernelBuilder::build() {
 void kiln::buildAttentionKernel(OpBuilder &builder, StringRef name,
                                 Location loc, func::FuncOp body,
                                 const AttentionPlan &plan) {
+  if (plan.tensorCores)
+    return buildMmaAttentionKernel(builder, name, loc, body, plan);
   const FusedAttention &a = plan.attention;
   MLIRContext *context = builder.getContext();
   Type f32 = builder.getF32Type();

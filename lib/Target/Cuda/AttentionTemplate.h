@@ -17,10 +17,38 @@
 #include <optional>
 
 namespace kiln {
+namespace attention {
+/// The buffers' positions among a part's arguments.
+enum Argument : unsigned {
+  kQuery = 0,
+  kKey = 1,
+  kValue = 2,
+  kOut = 3,        // forward
+  kForwardLse = 4, // forward
+  kResultGrad = 3, // gradients
+  kLse = 4,        // gradients
+  kDelta = 5,      // gradients
+  kFirstGrad = 6,  // dk (key_value_grad) or dq (query_grad)
+  kValueGrad = 7,  // key_value_grad
+};
+} // namespace attention
 
 /// On a gpu.func of the attention template: the part it computes
 /// ("forward", "key_value_grad" or "query_grad").
 inline constexpr llvm::StringLiteral kAttentionTemplateAttr = "kiln.attention";
+
+/// Whether the template takes heads of `keyDim` and `valueDim` elements of
+/// `elementType`: f32 heads of at most 128 elements, or bf16 and f16 heads
+/// of at most 128 in whole 16-element pieces (the k of mma.sync.m16n8k16).
+inline bool attentionTemplateTakes(llvm::StringRef elementType, int64_t keyDim,
+                                   int64_t valueDim) {
+  if (keyDim < 1 || valueDim < 1 || keyDim > 128 || valueDim > 128)
+    return false;
+  if (elementType == "f32")
+    return true;
+  return (elementType == "bf16" || elementType == "f16") && keyDim % 16 == 0 &&
+         valueDim % 16 == 0;
+}
 
 /// How a part's kernel lays its rows (queries, or keys for key_value_grad)
 /// on threads. A group of `lanes` neighbouring lanes holds one row: lane m
@@ -46,15 +74,38 @@ struct AttentionPlan {
   int64_t grid = 1;
   /// Shared memory the tiles take, in bytes.
   int64_t sharedBytes = 0;
+  /// bf16 or f16 buffers: the tensor-core variant (MmaAttentionTemplate.cpp),
+  /// whose warps hold 16 rows each as mma.sync fragments.
+  bool tensorCores = false;
+  mlir::Type elementType;
 };
 
 /// The plan of a part whose kernel body `body` takes the part's buffers
-/// (f32, [batches, rows, dim] and [batches, rows]); nullopt when the
-/// buffers are not those, or a head dim is past what the lanes of a warp
-/// can hold.
+/// ([batches, rows, dim] vectors, f32 or the tensor-core variant's bf16 or
+/// f16, and [batches, rows] f32); nullopt when the buffers are not those,
+/// or a head dim is past what the template takes.
 std::optional<AttentionPlan> planAttention(const kernel::FusedAttention &part,
                                            mlir::func::FuncOp body,
                                            int64_t warpSize);
+
+/// The tensor-core plan of a part whose vectors are `elementType` (bf16 or
+/// f16); nullopt where attentionTemplateTakes says no.
+std::optional<AttentionPlan>
+planMmaAttention(const kernel::FusedAttention &part, mlir::Type elementType,
+                 int64_t warpSize);
+
+/// The tiles [first, end) of the other side's rows that a block whose rows
+/// start at `firstRow` walks: under a causal mask, not those none of its
+/// rows sees.
+std::pair<mlir::Value, mlir::Value> buildTileRange(mlir::OpBuilder &b,
+                                                   mlir::Location loc,
+                                                   const AttentionPlan &plan,
+                                                   mlir::Value firstRow);
+
+/// Builds the tensor-core variant's `gpu.func @name` at `builder`.
+void buildMmaAttentionKernel(mlir::OpBuilder &builder, llvm::StringRef name,
+                             mlir::Location loc, mlir::func::FuncOp body,
+                             const AttentionPlan &plan);
 
 /// Builds `gpu.func @name` of the attention template at `builder`.
 void buildAttentionKernel(mlir::OpBuilder &builder, llvm::StringRef name,

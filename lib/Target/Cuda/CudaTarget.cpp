@@ -23,6 +23,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -77,6 +78,9 @@ void kiln::registerCudaTranslations(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  // The attention template's mma.sync registers (vector<2xf16>, bf16
+  // pairs bitcast to i32).
+  vector::registerConvertVectorToLLVMInterface(registry);
   // The emulator's checked mode: bounds checks of memref accesses.
   memref::registerRuntimeVerifiableOpInterfaceExternalModels(registry);
 }

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionTemplate.h"
+
 #include "kiln/Target/Cuda/GpuFigures.h"
 #include "kiln/Target/TargetInfo.h"
 
@@ -56,9 +58,11 @@ public:
   llvm::ArrayRef<cuda::GpuFigures> getGpus() const override {
     return cuda::getGpusForArch(getArch());
   }
-  // The attention template's tiles (AttentionTemplate.cpp) hold a row's
-  // head dim in 8 or 16 lanes of at most 8 columns each.
-  int64_t getFusedAttentionHeadDimLimit() const override { return 128; }
+  // What the attention template takes (AttentionTemplate.h).
+  bool hasFusedAttention(llvm::StringRef elementType, int64_t keyDim,
+                         int64_t valueDim) const override {
+    return attentionTemplateTakes(elementType, keyDim, valueDim);
+  }
   // cuBLASLt's epilogues: BIAS, GELU_AUX_BIAS, DGELU, BGRADA/B; the GELU
   // aux leading dimension a multiple of 8 (cublasLt.h, EPILOGUE_AUX_LD).
   int64_t getGemmEpilogueAuxAlignment() const override { return 8; }

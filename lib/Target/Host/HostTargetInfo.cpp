@@ -45,7 +45,9 @@ public:
   llvm::ArrayRef<cuda::GpuFigures> getGpus() const override { return {}; }
   // The GEMM library's attention (two batched GEMMs around a row kernel)
   // is faster here than a row of scalar loops per iteration.
-  int64_t getFusedAttentionHeadDimLimit() const override { return 0; }
+  bool hasFusedAttention(llvm::StringRef, int64_t, int64_t) const override {
+    return false;
+  }
   // The cpu executor has the epilogues, but measured, a library's fused
   // post-op was no faster than the fused elementwise kernel after it.
   int64_t getGemmEpilogueAuxAlignment() const override { return 0; }

@@ -10,6 +10,9 @@
                               within TOL (relative)
   tensors A B TOL             every f32 tensor of safetensors A within TOL of
                               B's: ||a - b|| / ||b|| per tensor
+  updates BASE A B TOL        the same for the steps A - BASE and B - BASE
+                              (each tensor's change from the checkpoint
+                              BASE); prints each tensor's error
 """
 import json
 import struct
@@ -55,7 +58,8 @@ def main():
         tol = float(sys.argv[4])
         print('final losses', a, b)
         assert abs(a - b) <= tol * abs(b), (a, b)
-    elif command == 'tensors':
+    elif command in ('tensors', 'updates'):
+        base = tensors(sys.argv.pop(2)) if command == 'updates' else None
         a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
         tol = float(sys.argv[4])
         assert a.keys() == b.keys(), (a.keys(), b.keys())
@@ -63,12 +67,20 @@ def main():
         for k in sorted(b):
             x = struct.unpack('<%df' % (len(a[k]) // 4), a[k])
             y = struct.unpack('<%df' % (len(b[k]) // 4), b[k])
+            if base is not None:
+                if k not in base:
+                    continue
+                z = struct.unpack('<%df' % (len(base[k]) // 4), base[k])
+                x = [p - r for p, r in zip(x, z)]
+                y = [q - r for q, r in zip(y, z)]
             diff = sum((p - q) ** 2 for p, q in zip(x, y)) ** 0.5
             norm = sum(q * q for q in y) ** 0.5
             error = diff / norm if norm else diff
+            if base is not None:
+                print(k, error)
             assert error <= tol, (k, error)
             worst = max(worst, error)
-        print('tensors', len(b), 'worst', worst)
+        print(command, len(b), 'worst', worst)
     else:
         raise SystemExit('unknown command ' + command)
 

@@ -1,7 +1,7 @@
 //===- FusedAttention.h - The parts of a fused attention --------*- C++ -*-===//
 //
 // Part of Kiln. Where a target has fused attention kernels
-// (TargetInfo::getFusedAttentionHeadDimLimit), graph.attention and its
+// (TargetInfo::hasFusedAttention), graph.attention and its
 // gradient lower to kernel.funcs that carry this description as their
 // `kernel.attention` attribute. Their bodies are plain reference loops (a
 // row of the output per iteration of the range: what the kernel computes,
@@ -10,7 +10,8 @@
 // the [queries, keys] scores in global memory.
 //
 // Buffers, all [batches, rows, dim] row-major (lse and delta [batches,
-// queries]):
+// queries], always f32; the others f32, or bf16 or f16 under mixed
+// precision, whose sums are still in f32):
 //   forward         q, k, v -> out, lse (the log-sum-exp of each row of
 //                   scaled scores, which the backward recomputes P from)
 //   key_value_grad  q, k, v, dout, lse, delta -> dk, dv  (a row per key)
