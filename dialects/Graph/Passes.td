@@ -253,6 +253,10 @@ def GraphMixedPrecision : Pass<"graph-mixed-precision", "::mlir::ModuleOp"> {
     ListOption<"targetPrecisions", "target-precisions", "std::string",
            "The policies the target's kernels are checked in (empty: "
            "all); another one is an error at the train block's line">,
+    Option<"weightCopies", "weight-copies", "bool", /*default=*/"true",
+           "Training entries read each weight they cast down from a state "
+           "(`W.bf16`, initializer `rounded`) that its update writes, "
+           "instead of casting it every step">,
   ];
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }

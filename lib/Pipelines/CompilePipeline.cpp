@@ -88,6 +88,7 @@ void kiln::addTrainingPasses(OpPassManager &pm, const CompileOptions &options) {
   // target's kernels do, at the train block's line.
   graph::GraphMixedPrecisionOptions precision;
   precision.policy = options.precision;
+  precision.weightCopies = options.weightCopies;
   for (StringRef supported : target->getTrainingPrecisions())
     precision.targetPrecisions.push_back(supported.str());
   pm.addPass(graph::createGraphMixedPrecision(precision));
@@ -198,6 +199,10 @@ struct CompilePipelineOptions : PassPipelineOptions<CompilePipelineOptions> {
       *this, "precision",
       llvm::cl::desc("fp32, bf16 or fp16 (empty: the train block's)"),
       llvm::cl::init("")};
+  Option<bool> weightCopies{
+      *this, "weight-copies",
+      llvm::cl::desc("Keep 16-bit weight copies the optimizer writes"),
+      llvm::cl::init(true)};
   Option<int64_t> worldSize{*this, "world-size",
                             llvm::cl::desc("Data-parallel processes: 1"),
                             llvm::cl::init(1)};
@@ -228,6 +233,7 @@ void kiln::registerCompilePipeline() {
         options.memoryBudget = pipelineOptions.memoryBudget;
         options.naiveArena = pipelineOptions.naiveArena;
         options.precision = pipelineOptions.precision;
+        options.weightCopies = pipelineOptions.weightCopies;
         options.worldSize = pipelineOptions.worldSize;
         buildCompilePipeline(pm, options);
       });

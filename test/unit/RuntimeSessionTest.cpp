@@ -388,3 +388,84 @@ TEST(RuntimeSession, FailedLoadChangesNothing) {
 }
 
 } // namespace
+
+namespace {
+/// A weight `w` with its bf16 copy `w.bf16` (mixed precision's weight
+/// copy: initializer `rounded`) and an f16 copy of `v`.
+std::string weightCopyPlan() {
+  PlanWriter w;
+  w.buffer("w", Kind::Param, DType::F32, {6}, w.init("normal", 0.5));
+  w.buffer("v", Kind::Param, DType::F32, {3}, w.init("ones", 0));
+  w.buffer("w.bf16", Kind::OptimizerState, DType::BF16, {6},
+           w.init("rounded", 0));
+  w.buffer("v.fp16", Kind::OptimizerState, DType::F16, {3},
+           w.init("rounded", 0));
+  w.entry("train_step", {}, {});
+  return w.finish();
+}
+
+/// `w.bf16` after a run equals `w` rounded by the oracle.
+void expectCopyOfWeight(kiln_session *session) {
+  std::vector<float> weight = readBuffer<float>(session, "w", 6);
+  std::vector<uint16_t> copy = readBuffer<uint16_t>(session, "w.bf16", 6);
+  for (size_t i = 0; i < weight.size(); ++i)
+    EXPECT_EQ(copy[i], nearestBFloat16(weight[i])) << "element " << i;
+}
+} // namespace
+
+TEST(RuntimeSession, WeightCopiesFollowEveryHostWriteOfTheirWeight) {
+  Loaded loaded;
+  ASSERT_EQ(loaded.open(weightCopyPlan()), KILN_OK) << kiln_last_error();
+  // Initialized: derived before the first run.
+  ASSERT_EQ(kiln_session_initialize(loaded.session, 3), KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "train_step"), KILN_OK);
+  expectCopyOfWeight(loaded.session);
+  // 1.0 in f16 is 0x3C00.
+  EXPECT_EQ(readBuffer<uint16_t>(loaded.session, "v.fp16", 3),
+            std::vector<uint16_t>(3, 0x3C00));
+  // Written through set_buffer: values between two bf16 (1 + 2^-8 is a tie,
+  // to even: 1.0; 1 + 3 * 2^-8 rounds up).
+  std::vector<float> values = {
+      1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.5f, 1e-3f, 0.0f, 123.456f};
+  ASSERT_EQ(kiln_session_set_buffer(loaded.session, "w", values.data(), 24),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "train_step"), KILN_OK);
+  expectCopyOfWeight(loaded.session);
+  EXPECT_EQ(readBuffer<uint16_t>(loaded.session, "w.bf16", 6)[0], 0x3F80);
+  // Written through the session's own storage.
+  void *data = nullptr;
+  ASSERT_EQ(kiln_session_buffer_data(loaded.session, "w", &data), KILN_OK);
+  static_cast<float *>(data)[2] = 7.0f;
+  ASSERT_EQ(kiln_session_run(loaded.session, "train_step"), KILN_OK);
+  expectCopyOfWeight(loaded.session);
+
+  // Checkpoints hold the weights, not the copies; a load derives them.
+  std::string path = loaded.dir.file("ckpt.safetensors");
+  ASSERT_EQ(kiln_session_save_checkpoint(loaded.session, path.c_str(), nullptr),
+            KILN_OK)
+      << kiln_last_error();
+  safetensors::TensorFile file;
+  ASSERT_TRUE(safetensors::readSafetensors(path, file).isOk());
+  EXPECT_EQ(file.tensors.size(), 2u);
+  EXPECT_EQ(file.find("w.bf16"), nullptr);
+  Loaded other;
+  ASSERT_EQ(other.open(weightCopyPlan()), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_session_load_checkpoint(other.session, path.c_str(),
+                                         KILN_LOAD_ALL, nullptr),
+            KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(kiln_session_run(other.session, "train_step"), KILN_OK);
+  expectCopyOfWeight(other.session);
+  EXPECT_EQ(readBuffer<float>(other.session, "w", 6)[2], 7.0f);
+}
+
+TEST(RuntimeSession, WeightCopyWithoutItsWeightIsRefused) {
+  PlanWriter w;
+  w.buffer("w", Kind::Param, DType::F32, {6}, w.init("normal", 0.5));
+  w.buffer("u.bf16", Kind::OptimizerState, DType::BF16, {6},
+           w.init("rounded", 0));
+  w.entry("train_step", {}, {});
+  Loaded loaded;
+  expectError(loaded.open(w.finish()), KILN_ERROR_INVALID_FORMAT,
+              {"weight copy 'u.bf16' has no parameter 'u'"});
+}

@@ -142,6 +142,12 @@ static cl::opt<std::string> compilePrecision(
              "block's precision, else fp32)"),
     cl::value_desc("fp32|bf16|fp16"), cl::sub(kiln::cli::compileCommand),
     cl::cat(kiln::cli::optionCategory));
+static cl::opt<bool> compileNoWeightCopies(
+    "no-weight-copies",
+    cl::desc("Under a 16-bit precision, cast each weight in the forward of "
+             "every step instead of reading the copy its optimizer update "
+             "writes: the baseline the copies are checked against"),
+    cl::sub(kiln::cli::compileCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<bool> noFusedAttention(
     "no-fused-attention",
     cl::desc("On a target with fused attention kernels (cuda), lower "
@@ -231,6 +237,7 @@ static kiln::CompileOptions pipelineOptions(int64_t budget) {
   options.fuse = !noFuse;
   options.fusedAttention = !noFusedAttention;
   options.precision = compilePrecision;
+  options.weightCopies = !compileNoWeightCopies;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
   return options;

@@ -159,11 +159,11 @@ kiln::cli::compileForTraining(StringRef modelPath,
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
               "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n"
-              "precision={9}\n",
+              "precision={9}\nweight_copies={10}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
               describeHostCpu(options.cpu), budget, options.fuse,
-              options.precision)
+              options.precision, options.weightCopies)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
@@ -202,6 +202,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.memoryBudget = budget;
   pipeline.fuse = options.fuse;
   pipeline.precision = options.precision;
+  pipeline.weightCopies = options.weightCopies;
   if (std::string refused = checkCompileOptions(pipeline); !refused.empty())
     return createStringError(refused);
   buildCompilePipeline(pm, pipeline);

@@ -46,6 +46,8 @@ struct TrainCompileOptions {
   bool fuse = true;
   /// Overrides the train block's `precision` (empty: keep it).
   std::string precision;
+  /// Keep the optimizer-written 16-bit weight copies (CompileOptions).
+  bool weightCopies = true;
   /// Compile only the inference entries (predict, eval_step), for sampling
   /// from a checkpoint: no training step, no optimizer state.
   bool inferenceOnly = false;

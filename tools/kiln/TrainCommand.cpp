@@ -81,6 +81,12 @@ static cl::opt<bool>
                 cl::desc("Compile without fusion (one kernel per op, no merged "
                          "launches), to measure what fusion buys"),
                 TRAIN_OPTION);
+static cl::opt<bool> trainNoWeightCopies(
+    "no-weight-copies",
+    cl::desc("Under a 16-bit precision, cast each weight in the forward of "
+             "every step instead of reading the copy its optimizer update "
+             "writes: the baseline the copies are checked against"),
+    TRAIN_OPTION);
 static cl::opt<int64_t>
     untilStep("until",
               cl::desc("Stop after this step; the schedule still spans "
@@ -313,6 +319,7 @@ int kiln::cli::runTrain() {
   compileOptions.device = device;
   compileOptions.fuse = !trainNoFuse;
   compileOptions.precision = trainPrecision;
+  compileOptions.weightCopies = !trainNoWeightCopies;
   compileOptions.quiet = quiet;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;
@@ -505,8 +512,8 @@ int kiln::cli::runTrain() {
   if (initialOnly) {
     if (Error error = saveCheckpoint())
       return fail(std::move(error));
-    outs() << "initial weights of " << trainModel << " (seed "
-           << initSeed << "): " << saveFile << "\n";
+    outs() << "initial weights of " << trainModel << " (seed " << initSeed
+           << "): " << saveFile << "\n";
     return 0;
   }
 
@@ -615,10 +622,11 @@ int kiln::cli::runTrain() {
                     trainModel, session.step(),
                     Progress::formatDuration(seconds), lastLoss);
   if (skippedSteps > 0)
-    outs() << formatv("loss scaling skipped {0} of the steps (fp16 "
-                      "overflow); the scale is now {1}\n",
-                      skippedSteps,
-                      shortNumber(session.readScalar("loss_scale").value_or(NAN)));
+    outs() << formatv(
+        "loss scaling skipped {0} of the steps (fp16 "
+        "overflow); the scale is now {1}\n",
+        skippedSteps,
+        shortNumber(session.readScalar("loss_scale").value_or(NAN)));
   if (!saveFile.empty())
     outs() << "checkpoint: " << saveFile << "\n";
   if (profile)

@@ -48,6 +48,11 @@ struct CompileOptions {
   /// The precision policy (--graph-mixed-precision): fp32, bf16 or fp16;
   /// empty: the train block's `precision`, else fp32.
   std::string precision;
+  /// Under a 16-bit precision, keep each trained weight's low-precision
+  /// copy as state that the optimizer writes (--graph-mixed-precision's
+  /// weight-copies); `--no-weight-copies` casts the weights in each
+  /// forward instead.
+  bool weightCopies = true;
   /// Data-parallel processes the step is compiled for: 1 (collectives come
   /// with the data-parallel passes).
   int64_t worldSize = 1;

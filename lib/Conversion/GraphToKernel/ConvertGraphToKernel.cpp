@@ -1,4 +1,5 @@
-//===- ConvertGraphToKernel.cpp - The --convert-graph-to-kernel pass -------===//
+//===- ConvertGraphToKernel.cpp - The --convert-graph-to-kernel pass
+//-------===//
 //
 // Part of Kiln. Builds one kernel.entry per entry point and lowers the graph
 // function behind it op by op, in program order, through the patterns of
@@ -53,8 +54,8 @@ static func::FuncOp buildPredictFunction(func::FuncOp forward) {
   func::FuncOp predict = forward.clone();
   llvm::BitVector loss(predict.getNumResults());
   for (unsigned i = 0, e = predict.getNumResults(); i < e; ++i)
-    loss[i] = static_cast<bool>(
-        predict.getResultAttr(i, GraphDialect::kLossAttr));
+    loss[i] =
+        static_cast<bool>(predict.getResultAttr(i, GraphDialect::kLossAttr));
   if (loss.all()) {
     predict.erase();
     return nullptr;
@@ -72,12 +73,12 @@ static func::FuncOp buildPredictFunction(func::FuncOp forward) {
 static LogicalResult describeArgument(func::FuncOp function, unsigned index,
                                       SmallVectorImpl<NamedAttribute> &attrs) {
   Builder b(function.getContext());
-  auto param = function.getArgAttrOfType<StringAttr>(index,
-                                                     GraphDialect::kParamAttr);
-  auto input = function.getArgAttrOfType<StringAttr>(index,
-                                                     GraphDialect::kInputAttr);
-  auto state = function.getArgAttrOfType<StringAttr>(index,
-                                                     GraphDialect::kStateAttr);
+  auto param =
+      function.getArgAttrOfType<StringAttr>(index, GraphDialect::kParamAttr);
+  auto input =
+      function.getArgAttrOfType<StringAttr>(index, GraphDialect::kInputAttr);
+  auto state =
+      function.getArgAttrOfType<StringAttr>(index, GraphDialect::kStateAttr);
   kernel::BufferKind kind;
   StringAttr name;
   if (param) {
@@ -99,11 +100,11 @@ static LogicalResult describeArgument(func::FuncOp function, unsigned index,
     if (Attribute init = function.getArgAttr(index, GraphDialect::kInitAttr))
       attrs.push_back(b.getNamedAttr(kernel::KernelDialect::kInitAttr, init));
   } else {
-    return function.emitError() << "argument " << index << " of @"
-                                << function.getSymName() << " has none of '"
-                                << GraphDialect::kParamAttr << "', '"
-                                << GraphDialect::kInputAttr << "' and '"
-                                << GraphDialect::kStateAttr << "'";
+    return function.emitError()
+           << "argument " << index << " of @" << function.getSymName()
+           << " has none of '" << GraphDialect::kParamAttr << "', '"
+           << GraphDialect::kInputAttr << "' and '" << GraphDialect::kStateAttr
+           << "'";
   }
   attrs.push_back(b.getNamedAttr(kernel::KernelDialect::kNameAttr, name));
   attrs.push_back(
@@ -150,9 +151,8 @@ static LogicalResult verifyUpdateTargets(func::FuncOp function) {
 /// Creates the kernel.entry for `function`: its used arguments and those
 /// that a result updates, then one output buffer per result that is not an
 /// update.
-static FailureOr<kernel::EntryOp> createEntry(ModuleOp module,
-                                              func::FuncOp function,
-                                              StringRef name) {
+static FailureOr<kernel::EntryOp>
+createEntry(ModuleOp module, func::FuncOp function, StringRef name) {
   Builder b(module.getContext());
   if (failed(verifyUpdateTargets(function)))
     return failure();
@@ -178,8 +178,8 @@ static FailureOr<kernel::EntryOp> createEntry(ModuleOp module,
     NamedAttribute attrs[] = {
         b.getNamedAttr(kernel::KernelDialect::kNameAttr, *outputName),
         b.getNamedAttr(kernel::KernelDialect::kKindAttr,
-                       kernel::BufferKindAttr::get(b.getContext(),
-                                                   kernel::BufferKind::Output))};
+                       kernel::BufferKindAttr::get(
+                           b.getContext(), kernel::BufferKind::Output))};
     types.push_back(KernelLowering::getBufferType(type));
     argAttrs.push_back(b.getDictionaryAttr(attrs));
     locs.push_back(function.getLoc());
@@ -208,6 +208,12 @@ static LogicalResult lowerFunction(ModuleOp module, func::FuncOp function,
       lowering.finish(returnOp.getOperands());
       return success();
     }
+    // Results another op's kernel wrote already (a weight's low-precision
+    // copy, written by its update).
+    if (op.getNumResults() != 0 &&
+        llvm::all_of(op.getResults(),
+                     [&](Value result) { return lowering.isBound(result); }))
+      continue;
     if (failed(lowering.lower(&op)))
       return failure();
   }
@@ -254,8 +260,7 @@ struct ConvertGraphToKernelPass
                                  *targetInfo, fusedAttention)))
           return signalPassFailure();
       } else if (failed(lowerFunction(module, function, function.getSymName(),
-                                      patterns, *targetInfo,
-                                      fusedAttention))) {
+                                      patterns, *targetInfo, fusedAttention))) {
         return signalPassFailure();
       }
       function.erase();

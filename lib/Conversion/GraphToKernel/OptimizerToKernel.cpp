@@ -20,6 +20,11 @@
 // so that a skipped step leaves parameter and state as they were whether
 // or not the update is in place.
 //
+// Under mixed precision the update also writes the parameter's
+// low-precision copy (a graph.cast of the new parameter that the step
+// returns as state), rounded from the value it just stored: the forward of
+// the next step reads that copy instead of casting the weight again.
+//
 // The global norm sums squares per fixed block of each gradient (in
 // parallel), then the block sums in order: the order is fixed at compile
 // time, whatever the chunking.
@@ -59,20 +64,41 @@ static Value loadScalar(OpBuilder &b, Location loc, Value buffer) {
   return memref::LoadOp::create(b, loc, buffer, ValueRange{});
 }
 
+/// The low-precision copy of the parameter an update writes (mixed
+/// precision's weight copy, --graph-mixed-precision: a graph.cast of the
+/// new parameter to a 16-bit float), lowered into the update's own kernel:
+/// its buffer (flat), bound to the cast's result; null where there is none.
+static Value lowerCopyIntoUpdate(Value newParam, KernelLowering &lowering) {
+  for (Operation *user : newParam.getUsers()) {
+    auto cast = dyn_cast<graph::CastOp>(user);
+    if (!cast || cast.getType().getElementTypeBitWidth() != 16)
+      continue;
+    Value buffer = lowering.allocateResult(cast.getResult());
+    lowering.bind(cast.getResult(), buffer);
+    return lowering.view(buffer, {cast.getType().getNumElements()});
+  }
+  return nullptr;
+}
+
 /// Launches the blocked update kernel of `op` over `count` elements.
 /// `buffers` are the operands then the results (tensors seen flat as
 /// `{count}`, scalars as 0-d buffers); `prologue` and `update` see them in
 /// that order, whichever of them share one buffer. With `skip` (the update
 /// op's optional skip scalar), `keep` returns the old value of an element
 /// where the skip is not 0, so that a skipped step stores parameter and
-/// state back as they were, in place or not.
+/// state back as they were, in place or not. The new parameter is
+/// buffers[newParam]; its low-precision copy, where the step keeps one,
+/// is written from it element by element in the same kernel.
 static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
-                                ArrayRef<Value> buffers, Value skip,
-                                int64_t count, BlockPrologue prologue,
-                                ElementUpdate update) {
+                                ArrayRef<Value> buffers, unsigned newParam,
+                                Value skip, int64_t count,
+                                BlockPrologue prologue, ElementUpdate update) {
   if (count == 0)
     return;
   SmallVector<Value> all(buffers);
+  Value copy = lowerCopyIntoUpdate(op->getResult(0), lowering);
+  if (copy)
+    all.push_back(copy);
   if (skip)
     all.push_back(lowering.lookup(skip));
   // One kernel argument per distinct buffer.
@@ -99,37 +125,49 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
         for (unsigned slot : slots)
           args.push_back(kernelArgs[slot]);
         Value skipBuffer = skip ? args.pop_back_val() : Value();
-        kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
-                                            Value block) {
-          SmallVector<Value> scalars = prologue(b, loc, args);
-          // i1 skip != 0, once per block.
-          Value skipped;
-          if (skipBuffer) {
-            Value word = loadScalar(b, loc, skipBuffer);
-            skipped = arith::CmpFOp::create(
-                b, loc, arith::CmpFPredicate::UNE, word,
-                kb::floatConst(b, loc, word.getType(), 0.0));
-          }
-          auto keep = [&](OpBuilder &b, Location loc, Value old,
-                          Value fresh) -> Value {
-            if (!skipped)
-              return fresh;
-            return arith::SelectOp::create(b, loc, skipped, old, fresh);
-          };
-          Value begin = arith::MulIOp::create(b, loc, block,
-                                              kb::index(b, loc, updateBlock));
-          Value end = arith::MinUIOp::create(
-              b, loc,
-              arith::AddIOp::create(b, loc, begin,
-                                    kb::index(b, loc, updateBlock)),
-              kb::index(b, loc, count));
-          kb::forLoop(b, loc, begin, end, {},
-                      [&](OpBuilder &b, Location loc, Value i,
-                          ValueRange) -> SmallVector<Value> {
-                        update(b, loc, args, scalars, i, keep);
-                        return {};
-                      });
-        });
+        Value copyBuffer = copy ? args.pop_back_val() : Value();
+        kb::parallelFor(
+            b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
+              SmallVector<Value> scalars = prologue(b, loc, args);
+              // i1 skip != 0, once per block.
+              Value skipped;
+              if (skipBuffer) {
+                Value word = loadScalar(b, loc, skipBuffer);
+                skipped = arith::CmpFOp::create(
+                    b, loc, arith::CmpFPredicate::UNE, word,
+                    kb::floatConst(b, loc, word.getType(), 0.0));
+              }
+              auto keep = [&](OpBuilder &b, Location loc, Value old,
+                              Value fresh) -> Value {
+                if (!skipped)
+                  return fresh;
+                return arith::SelectOp::create(b, loc, skipped, old, fresh);
+              };
+              Value begin = arith::MulIOp::create(
+                  b, loc, block, kb::index(b, loc, updateBlock));
+              Value end = arith::MinUIOp::create(
+                  b, loc,
+                  arith::AddIOp::create(b, loc, begin,
+                                        kb::index(b, loc, updateBlock)),
+                  kb::index(b, loc, count));
+              kb::forLoop(
+                  b, loc, begin, end, {},
+                  [&](OpBuilder &b, Location loc, Value i,
+                      ValueRange) -> SmallVector<Value> {
+                    update(b, loc, args, scalars, i, keep);
+                    if (copyBuffer) {
+                      Value fresh = memref::LoadOp::create(
+                          b, loc, args[newParam], ValueRange{i});
+                      memref::StoreOp::create(
+                          b, loc,
+                          kb::narrow(b, loc, fresh,
+                                     cast<MemRefType>(copyBuffer.getType())
+                                         .getElementType()),
+                          copyBuffer, ValueRange{i});
+                    }
+                    return {};
+                  });
+            });
       });
 }
 
@@ -184,13 +222,14 @@ struct LrScheduleToKernel : OpToKernelPattern<graph::LrScheduleOp> {
                 b, loc, below, f.c(0.0),
                 arith::SelectOp::create(b, loc, above, f.c(1.0), p));
             if (kind == graph::LrScheduleKind::Linear) {
-              rate = f.mul(f.c(lr), f.sub(f.c(1.0), f.mul(f.c(1.0 - final), p)));
+              rate =
+                  f.mul(f.c(lr), f.sub(f.c(1.0), f.mul(f.c(1.0 - final), p)));
             } else {
               Value cosine = math::CosOp::create(b, loc, f.mul(f.c(M_PI), p));
-              rate = f.mul(f.c(lr),
-                           f.add(f.c(final), f.mul(f.mul(f.c(1.0 - final),
-                                                         f.c(0.5)),
-                                                   f.add(f.c(1.0), cosine))));
+              rate =
+                  f.mul(f.c(lr), f.add(f.c(final),
+                                       f.mul(f.mul(f.c(1.0 - final), f.c(0.5)),
+                                             f.add(f.c(1.0), cosine))));
             }
           }
           if (warmup > 0) {
@@ -256,40 +295,40 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
               args[k] = kernelArgs[k - first];
             args.push_back(kernelArgs.back());
             for (unsigned k = first; k < last; ++k) {
-              kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
-                                                 Value block) {
-                auto sumBlock = [&](OpBuilder &b, Location loc) {
-                  Arith f{b, loc, elementType};
-                  Value begin = arith::MulIOp::create(
-                      b, loc, block, kb::index(b, loc, normBlock));
-                  Value end = arith::MinUIOp::create(
-                      b, loc,
-                      arith::AddIOp::create(b, loc, begin,
-                                            kb::index(b, loc, normBlock)),
-                      kb::index(b, loc, counts[k]));
-                  Value sum = kb::forLoop(
-                      b, loc, begin, end, f.c(0.0),
-                      [&](OpBuilder &, Location, Value i,
-                          ValueRange acc) -> SmallVector<Value> {
-                        Value x = f.at(args[k], i);
-                        return {f.add(acc[0], f.mul(x, x))};
-                      })[0];
-                  f.store(sum, args.back(),
-                          arith::AddIOp::create(b, loc, block,
-                                                kb::index(b, loc, bases[k])));
-                };
-                if (blocks[k] == range) {
-                  sumBlock(b, loc);
-                  return;
-                }
-                Value inside = arith::CmpIOp::create(
-                    b, loc, arith::CmpIPredicate::ult, block,
-                    kb::index(b, loc, blocks[k]));
-                auto ifOp = scf::IfOp::create(b, loc, inside, false);
-                OpBuilder::InsertionGuard guard(b);
-                b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-                sumBlock(b, loc);
-              });
+              kb::parallelFor(
+                  b, loc, range, [&](OpBuilder &b, Location loc, Value block) {
+                    auto sumBlock = [&](OpBuilder &b, Location loc) {
+                      Arith f{b, loc, elementType};
+                      Value begin = arith::MulIOp::create(
+                          b, loc, block, kb::index(b, loc, normBlock));
+                      Value end = arith::MinUIOp::create(
+                          b, loc,
+                          arith::AddIOp::create(b, loc, begin,
+                                                kb::index(b, loc, normBlock)),
+                          kb::index(b, loc, counts[k]));
+                      Value sum = kb::forLoop(
+                          b, loc, begin, end, f.c(0.0),
+                          [&](OpBuilder &, Location, Value i,
+                              ValueRange acc) -> SmallVector<Value> {
+                            Value x = f.at(args[k], i);
+                            return {f.add(acc[0], f.mul(x, x))};
+                          })[0];
+                      f.store(sum, args.back(),
+                              arith::AddIOp::create(
+                                  b, loc, block, kb::index(b, loc, bases[k])));
+                    };
+                    if (blocks[k] == range) {
+                      sumBlock(b, loc);
+                      return;
+                    }
+                    Value inside = arith::CmpIOp::create(
+                        b, loc, arith::CmpIPredicate::ult, block,
+                        kb::index(b, loc, blocks[k]));
+                    auto ifOp = scf::IfOp::create(b, loc, inside, false);
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                    sumBlock(b, loc);
+                  });
             }
           });
     }
@@ -370,8 +409,8 @@ struct LossScaleUpdateToKernel : OpToKernelPattern<graph::LossScaleUpdateOp> {
           };
           Value finite = isFinite(norm);
           Value clean = f.add(good, f.c(1.0));
-          Value grows = arith::CmpFOp::create(
-              b, loc, arith::CmpFPredicate::OGE, clean, f.c(interval));
+          Value grows = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                              clean, f.c(interval));
           Value grown = f.mul(scale, f.c(growth));
           Value cleanScale =
               select(grows, select(isFinite(grown), grown, scale), scale);
@@ -406,7 +445,7 @@ struct SgdUpdateToKernel : OpToKernelPattern<graph::SgdUpdateOp> {
                        lowering.lookup(op.getGradScale()),
                        lowering.view(newParam, {count})};
     launchBlockedUpdate(
-        op, lowering, buffers, op.getSkip(), count,
+        op, lowering, buffers, /*newParam=*/4, op.getSkip(), count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
           return SmallVector<Value>{loadScalar(b, loc, args[2]),
                                     loadScalar(b, loc, args[3])};
@@ -415,7 +454,8 @@ struct SgdUpdateToKernel : OpToKernelPattern<graph::SgdUpdateOp> {
             ValueRange scalars, Value i, KeepIfSkipped keep) {
           Arith f{b, loc, type.getElementType()};
           Value p = f.at(args[0], i);
-          Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
+          Value d =
+              f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
           f.store(keep(b, loc, p, f.sub(p, f.mul(scalars[0], d))), args[4], i);
         });
     lowering.bind(op.getNewParam(), newParam);
@@ -443,7 +483,7 @@ struct MomentumUpdateToKernel : OpToKernelPattern<graph::MomentumUpdateOp> {
                        lowering.view(newParam, {count}),
                        lowering.view(newBuffer, {count})};
     launchBlockedUpdate(
-        op, lowering, buffers, op.getSkip(), count,
+        op, lowering, buffers, /*newParam=*/5, op.getSkip(), count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
           return SmallVector<Value>{loadScalar(b, loc, args[3]),
                                     loadScalar(b, loc, args[4])};
@@ -453,7 +493,8 @@ struct MomentumUpdateToKernel : OpToKernelPattern<graph::MomentumUpdateOp> {
           Arith f{b, loc, type.getElementType()};
           Value p = f.at(args[0], i);
           Value buffer = f.at(args[2], i);
-          Value d = f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
+          Value d =
+              f.add(f.mul(f.at(args[1], i), scalars[1]), f.mul(f.c(wd), p));
           Value next = f.add(f.mul(f.c(mu), buffer), d);
           Value step = nesterov ? f.add(d, f.mul(f.c(mu), next)) : next;
           f.store(keep(b, loc, buffer, next), args[6], i);
@@ -495,7 +536,7 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
                        lowering.view(newM, {count}),
                        lowering.view(newV, {count})};
     launchBlockedUpdate(
-        op, lowering, buffers, op.getSkip(), count,
+        op, lowering, buffers, /*newParam=*/7, op.getSkip(), count,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> args) {
           Arith f{b, loc, elementType};
           Value lr = loadScalar(b, loc, args[4]);
@@ -519,12 +560,12 @@ struct AdamWUpdateToKernel : OpToKernelPattern<graph::AdamWUpdateOp> {
                 v0 = f.at(args[3], i);
           Value g = f.mul(f.at(args[1], i), scale);
           Value m = f.add(f.mul(b1, m0), f.mul(f.sub(f.c(1.0), b1), g));
-          Value v = f.add(f.mul(b2, v0),
-                          f.mul(f.mul(f.sub(f.c(1.0), b2), g), g));
-          Value denominator =
-              f.add(f.div(math::SqrtOp::create(b, loc, v), bias2Sqrt), f.c(eps));
-          Value p = f.sub(f.mul(p0, decay),
-                          f.mul(stepSize, f.div(m, denominator)));
+          Value v =
+              f.add(f.mul(b2, v0), f.mul(f.mul(f.sub(f.c(1.0), b2), g), g));
+          Value denominator = f.add(
+              f.div(math::SqrtOp::create(b, loc, v), bias2Sqrt), f.c(eps));
+          Value p =
+              f.sub(f.mul(p0, decay), f.mul(stepSize, f.div(m, denominator)));
           f.store(keep(b, loc, m0, m), args[8], i);
           f.store(keep(b, loc, v0, v), args[9], i);
           f.store(keep(b, loc, p0, p), args[7], i);

@@ -49,10 +49,12 @@ safetensors::DType toSafetensors(plan::DType dtype) {
   return safetensors::DType::U8;
 }
 
-/// Whether `kind` is saved in checkpoints.
-bool isCheckpointed(plan::BufferKind kind) {
-  return kind == plan::BufferKind::Param ||
-         kind == plan::BufferKind::OptimizerState;
+/// Whether `buffer` is saved in checkpoints: parameters and optimizer
+/// state, less the weight copies (derived from the parameters).
+bool isCheckpointed(const BufferInfo &buffer) {
+  return (buffer.kind == plan::BufferKind::Param ||
+          buffer.kind == plan::BufferKind::OptimizerState) &&
+         !isWeightCopy(buffer);
 }
 
 /// Parses a decimal uint64 metadata value.
@@ -91,7 +93,7 @@ Result Session::saveCheckpoint(const std::string &path,
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
-    if (!isCheckpointed(buffer.kind))
+    if (!isCheckpointed(buffer))
       continue;
     KILN_RETURN_IF_ERROR(Result::fromStatus(
         file.add(buffer.name, toSafetensors(buffer.dtype), buffer.shape,
@@ -124,7 +126,7 @@ Result Session::loadCheckpoint(const std::string &path, int32_t flags,
   size_t missingCount = 0;
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
-    if (!isCheckpointed(buffer.kind) ||
+    if (!isCheckpointed(buffer) ||
         (paramsOnly && buffer.kind != plan::BufferKind::Param))
       continue;
     const safetensors::Tensor *tensor = file.find(buffer.name);

@@ -42,8 +42,7 @@ void store(plan::DType dtype, void *data, int64_t e, double value) {
     static_cast<float *>(data)[e] = static_cast<float>(value);
     return;
   case plan::DType::BF16:
-    static_cast<uint16_t *>(data)[e] =
-        floatToBf16(static_cast<float>(value));
+    static_cast<uint16_t *>(data)[e] = floatToBf16(static_cast<float>(value));
     return;
   case plan::DType::F16:
     static_cast<uint16_t *>(data)[e] = floatToHalf(static_cast<float>(value));
@@ -58,16 +57,17 @@ void store(plan::DType dtype, void *data, int64_t e, double value) {
 bool hasStateInitializer(const BufferInfo &buffer) {
   return buffer.kind == plan::BufferKind::OptimizerState &&
          buffer.table->init() && buffer.table->init()->kind() &&
-         buffer.table->init()->kind()->str() != "zeros";
+         buffer.table->init()->kind()->str() != "zeros" &&
+         !isWeightCopy(buffer);
 }
 
 /// Checks that parameter `buffer` can be initialized: a floating-point
 /// dtype and an initializer of a known kind.
 Result checkInitializer(const BufferInfo &buffer) {
-  std::string what = (buffer.kind == plan::BufferKind::Param
-                          ? std::string("parameter '")
-                          : std::string("state '")) +
-                     buffer.name + "'";
+  std::string what =
+      (buffer.kind == plan::BufferKind::Param ? std::string("parameter '")
+                                              : std::string("state '")) +
+      buffer.name + "'";
   if (buffer.dtype != plan::DType::F32 && buffer.dtype != plan::DType::F64 &&
       buffer.dtype != plan::DType::F16 && buffer.dtype != plan::DType::BF16)
     return invalidFormat(what + " is " + dtypeName(buffer.dtype) +

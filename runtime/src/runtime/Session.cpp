@@ -69,6 +69,7 @@ Result Session::create(std::shared_ptr<const Artifact> artifact,
   std::unique_ptr<Session> created(new Session());
   created->artifact_ = artifact;
   KILN_RETURN_IF_ERROR(created->allocate());
+  KILN_RETURN_IF_ERROR(created->findWeightCopies());
   if (gpu) {
 #ifdef KILN_HAVE_CUDA_DEVICE
     KILN_RETURN_IF_ERROR(cuda::CudaDevice::create(
@@ -125,6 +126,7 @@ private:
 Session::~Session() = default;
 
 Result Session::hostWrote(size_t id) {
+  noteHostWrote(id);
   return device_->hostWrote(static_cast<uint32_t>(id));
 }
 
@@ -327,12 +329,14 @@ Result Session::bufferData(const std::string &name, void *&data) {
   // device's around every run from now on.
   KILN_RETURN_IF_ERROR(syncToHost(id));
   data = pointers_[id];
-  // The caller may fill an input through this pointer.
+  // The caller may fill an input (or a parameter) through this pointer.
   bound_[id] = true;
+  noteHostWrote(id);
   return device_->handOut(static_cast<uint32_t>(id));
 }
 
 Result Session::prepareRunBuffers() {
+  KILN_RETURN_IF_ERROR(refreshWeightCopies());
   // Dropout's Philox key and step (kiln/Philox.h): the step of the run, i.e.
   // the number of train steps completed before it.
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();

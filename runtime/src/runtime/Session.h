@@ -28,6 +28,10 @@
 namespace kiln {
 namespace runtime {
 
+/// Whether `buffer` is mixed precision's low-precision copy of a weight
+/// (WeightCopies.cpp): derived from its parameter, not checkpointed.
+bool isWeightCopy(const BufferInfo &buffer);
+
 class Session {
 public:
   ~Session();
@@ -102,6 +106,11 @@ private:
   Result syncAllToHost();
   /// The host copy of `id` (or of every persistent buffer) was written.
   Result hostWrote(size_t id);
+  /// Mixed precision's weight copies (WeightCopies.cpp): found once, noted
+  /// stale when the host writes their parameter, derived again before a run.
+  Result findWeightCopies();
+  void noteHostWrote(size_t id);
+  Result refreshWeightCopies();
   /// Fills the rng_state buffers and zeroes the status buffers.
   Result prepareRunBuffers();
   /// Fails (KILN_ERROR_NUMERICS) if a parameter or optimizer state holds a
@@ -128,6 +137,10 @@ private:
   std::vector<std::string> details_;
   /// Inputs bound at least once.
   std::vector<bool> bound_;
+  /// (weight copy, its parameter) buffer ids; the parameters the host wrote
+  /// since the copies were last derived.
+  std::vector<std::pair<size_t, size_t>> weightCopies_;
+  std::vector<bool> paramWritten_;
   uint64_t step_ = 0;
   uint64_t seed_ = 0;
   bool checkNumerics_ = false;

@@ -10,6 +10,8 @@
                               within TOL (relative)
   tensors A B TOL             every f32 tensor of safetensors A within TOL of
                               B's: ||a - b|| / ||b|| per tensor
+  same-losses A B             every step's loss of metrics A equal to B's
+  names A                     the tensor names of safetensors A
   updates BASE A B TOL        the same for the steps A - BASE and B - BASE
                               (each tensor's change from the checkpoint
                               BASE); prints each tensor's error
@@ -53,6 +55,14 @@ def main():
         for k in sorted(b):
             if k.startswith('loss_scale.'):
                 print(k, struct.unpack('<f', b[k])[0])
+    elif command == 'same-losses':
+        a = [r['loss'] for r in steps(sys.argv[2])]
+        b = [r['loss'] for r in steps(sys.argv[3])]
+        assert a and a == b, (a, b)
+        print('same losses', len(a))
+    elif command == 'names':
+        for name in sorted(tensors(sys.argv[2])):
+            print(name)
     elif command == 'close':
         a, b = steps(sys.argv[2])[-1]['loss'], steps(sys.argv[3])[-1]['loss']
         tol = float(sys.argv[4])

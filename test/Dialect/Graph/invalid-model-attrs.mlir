@@ -145,3 +145,12 @@ func.func @state_not_string(%m: tensor<4xf32> {graph.state = 1 : i64}) {
 func.func @update_not_string(%w: tensor<4xf32>) -> (tensor<4xf32> {graph.update = 2 : i64}) {
   return %w : tensor<4xf32>
 }
+
+// -----
+
+// `rounded` (a weight's low-precision copy) derives a state from its
+// parameter; a parameter cannot be one.
+// expected-error @+1 {{initializer 'rounded' (a low-precision copy of a parameter) is for state arguments only}}
+func.func @rounded_param(%w: tensor<4xbf16> {graph.param = "w", graph.init = {kind = "rounded"}}) -> tensor<4xbf16> {
+  return %w : tensor<4xbf16>
+}

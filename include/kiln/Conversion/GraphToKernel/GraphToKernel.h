@@ -45,8 +45,7 @@ std::optional<unsigned> findPersistentArgument(mlir::func::FuncOp function,
                                                mlir::StringAttr name);
 /// Whether `argument` of `function` is an argument of its entry: it is
 /// used, or a result updates it.
-bool isEntryArgument(mlir::func::FuncOp function,
-                     mlir::BlockArgument argument);
+bool isEntryArgument(mlir::func::FuncOp function, mlir::BlockArgument argument);
 
 /// Builds the body of a kernel.func: `arguments` are its block arguments, in
 /// the order of the buffers passed to launch(); the builder is positioned
@@ -116,6 +115,8 @@ public:
   mlir::Value lookup(mlir::Value tensor) const;
   /// Binds `buffer` to the graph value `tensor`.
   void bind(mlir::Value tensor, mlir::Value buffer);
+  /// Whether `tensor` has its buffer already.
+  bool isBound(mlir::Value tensor) const { return buffers.count(tensor); }
   /// Per-row statistics a fused op saved beside its result `tensor` (a
   /// fused attention's log-sum-exp), for the op's gradient; null if none.
   void bindStatistics(mlir::Value tensor, mlir::Value buffer) {
@@ -256,12 +257,9 @@ public:
 };
 
 /// A pattern for one op class.
-template <typename OpTy>
-class OpToKernelPattern : public GraphToKernelPattern {
+template <typename OpTy> class OpToKernelPattern : public GraphToKernelPattern {
 public:
-  llvm::StringRef getRootName() const final {
-    return OpTy::getOperationName();
-  }
+  llvm::StringRef getRootName() const final { return OpTy::getOperationName(); }
   mlir::LogicalResult lower(mlir::Operation *op,
                             KernelLowering &lowering) const final {
     return lowerOp(llvm::cast<OpTy>(op), lowering);
@@ -310,10 +308,9 @@ struct AttentionShape {
 /// masked): a batched GEMM for the scores, then a row kernel computing the
 /// max-subtracted exponentials and their normalization in increasing key
 /// order, as the forward op is defined. AttentionToKernel.cpp.
-void computeAttentionProbabilities(KernelLowering &lowering,
-                                   mlir::Location loc, llvm::StringRef origin,
-                                   mlir::Value query, mlir::Value key,
-                                   mlir::Value probabilities,
+void computeAttentionProbabilities(KernelLowering &lowering, mlir::Location loc,
+                                   llvm::StringRef origin, mlir::Value query,
+                                   mlir::Value key, mlir::Value probabilities,
                                    const AttentionShape &shape);
 
 /// The fused attention of a target that has one (FusedAttention.h), in

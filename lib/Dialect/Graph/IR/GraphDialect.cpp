@@ -1,4 +1,5 @@
-//===- GraphDialect.cpp - The graph dialect --------------------------------===//
+//===- GraphDialect.cpp - The graph dialect
+//--------------------------------===//
 //
 // Part of Kiln. Registers the graph ops and verifies the discardable
 // attributes that carry a model's structure (parameters, inputs, outputs,
@@ -26,8 +27,11 @@ void GraphDialect::initialize() {
       >();
 }
 
-/// The initializers a parameter may carry, and the f64 fields each needs.
-static LogicalResult verifyInitializer(Operation *op, Attribute attr) {
+/// The initializers a parameter may carry, and the f64 fields each needs;
+/// a state may also be `rounded`: its parameter (the name before the
+/// state's last '.') rounded to the state's element type.
+static LogicalResult verifyInitializer(Operation *op, Attribute attr,
+                                       bool isState) {
   auto dict = dyn_cast<DictionaryAttr>(attr);
   if (!dict)
     return op->emitError() << "'" << GraphDialect::kInitAttr
@@ -44,14 +48,17 @@ static LogicalResult verifyInitializer(Operation *op, Attribute attr) {
     fields = {"low", "high"};
   else if (k == "constant")
     fields = {"value"};
-  else if (k != "zeros" && k != "ones")
+  else if (k == "rounded" && !isState)
+    return op->emitError() << "initializer 'rounded' (a low-precision copy of "
+                              "a parameter) is for state arguments only";
+  else if (k != "zeros" && k != "ones" && k != "rounded")
     return op->emitError() << "unknown initializer kind '" << k
                            << "' (expected zeros, ones, constant, normal or "
                               "uniform)";
   for (StringRef field : fields)
     if (!dict.getAs<FloatAttr>(field))
-      return op->emitError() << "initializer '" << k << "' needs an f64 '"
-                             << field << "'";
+      return op->emitError()
+             << "initializer '" << k << "' needs an f64 '" << field << "'";
   return success();
 }
 
@@ -67,14 +74,16 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
     if (name == kParamAttr &&
         !isa<RankedTensorType>(
             op->getRegion(regionIndex).getArgument(argIndex).getType()))
-      return op->emitError() << "parameter argument " << argIndex
-                             << " must be a ranked tensor";
+      return op->emitError()
+             << "parameter argument " << argIndex << " must be a ranked tensor";
     return success();
   }
-  if (name == kInitAttr)
-    return verifyInitializer(op, attr.getValue());
-  return op->emitError() << "unknown graph argument attribute '" << name
-                         << "'";
+  if (name == kInitAttr) {
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    bool isState = function && function.getArgAttr(argIndex, kStateAttr);
+    return verifyInitializer(op, attr.getValue(), isState);
+  }
+  return op->emitError() << "unknown graph argument attribute '" << name << "'";
 }
 
 LogicalResult GraphDialect::verifyRegionResultAttribute(Operation *op,
@@ -134,8 +143,8 @@ LogicalResult GraphDialect::verifyOperationAttribute(Operation *op,
   if (name == kRecomputeFlopsAttr) {
     auto flops = dyn_cast<IntegerAttr>(attr.getValue());
     if (!flops || flops.getInt() < 0)
-      return op->emitError() << "'" << name
-                             << "' must be a non-negative integer";
+      return op->emitError()
+             << "'" << name << "' must be a non-negative integer";
     return success();
   }
   return op->emitError() << "unknown graph attribute '" << name << "'";

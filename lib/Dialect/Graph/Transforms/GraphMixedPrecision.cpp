@@ -16,6 +16,8 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace kiln::graph {
 #define GEN_PASS_DEF_GRAPHMIXEDPRECISION
@@ -54,15 +56,60 @@ bool isBroadcast(Value value) {
                           broadcast.getType().getNumElements();
 }
 
+/// The names the results of `function` update (graph.update).
+llvm::StringSet<> getUpdatedNames(func::FuncOp function) {
+  llvm::StringSet<> names;
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+    if (auto name = function.getResultAttrOfType<StringAttr>(
+            i, GraphDialect::kUpdateAttr))
+      names.insert(name.getValue());
+  return names;
+}
+
+/// The argument of `function` holding state `name`, or null.
+BlockArgument findState(func::FuncOp function, StringRef name) {
+  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
+    if (auto state =
+            function.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr);
+        state && state.getValue() == name)
+      return function.getArgument(i);
+  return nullptr;
+}
+
 class PrecisionRewriter {
 public:
-  PrecisionRewriter(FloatType low, FloatType full) : low(low), full(full) {}
+  PrecisionRewriter(FloatType low, FloatType full, bool weightCopies)
+      : low(low), full(full), weightCopies(weightCopies) {}
 
   /// Rewrites the ops of `function` in order, then casts its results back
   /// to its declared types.
   LogicalResult run(func::FuncOp function);
+  /// Has every entry that updates a parameter with a low-precision copy
+  /// also update the copy: the parameter's new value rounded, which the
+  /// kernel lowering writes in the update's own kernel.
+  void updateCopies(func::FuncOp function);
 
 private:
+  /// The name of the low-precision copy of parameter `param`.
+  std::string copyName(StringRef param) const {
+    return (param + (low.isBF16() ? ".bf16" : ".fp16")).str();
+  }
+  /// The state argument of `function` holding the copy of `param`, added
+  /// where missing: a state whose initializer is `rounded` (the runtime
+  /// derives it from the parameter whenever the parameter is written).
+  BlockArgument getCopyArgument(func::FuncOp function, StringRef param,
+                                RankedTensorType type);
+  /// Where a training entry reads a parameter in the low type: the copy
+  /// that the optimizer writes, instead of a cast every step. Null for
+  /// the other values and entries.
+  Value readCopy(Value value, FloatType to);
+
+  /// The function being rewritten, and the names it updates.
+  func::FuncOp function;
+  llvm::StringSet<> updated;
+  /// The parameters read through a copy, by name, with their types.
+  llvm::StringMap<RankedTensorType> copied;
+
   /// Whether values of `type` take part: f32 and the low type.
   bool isManaged(FloatType type) const {
     return type && (type == low || type == full);
@@ -86,6 +133,7 @@ private:
   LogicalResult rewrite(Operation *op);
 
   FloatType low, full;
+  bool weightCopies;
   /// (value, type, reader of a widening cast) -> the cast.
   using CastKey = std::tuple<Value, Type, Operation *>;
   llvm::DenseMap<CastKey, Value> casts;
@@ -121,10 +169,77 @@ Value PrecisionRewriter::castBeneath(Value value, FloatType to) {
   return clone->getResult(0);
 }
 
+BlockArgument PrecisionRewriter::getCopyArgument(func::FuncOp function,
+                                                 StringRef param,
+                                                 RankedTensorType type) {
+  std::string name = copyName(param);
+  if (BlockArgument existing = findState(function, name))
+    return existing;
+  Builder b(function.getContext());
+  NamedAttribute attrs[] = {
+      b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(name)),
+      b.getNamedAttr(GraphDialect::kInitAttr,
+                     b.getDictionaryAttr(
+                         b.getNamedAttr("kind", b.getStringAttr("rounded"))))};
+  unsigned index = function.getNumArguments();
+  (void)function.insertArgument(index, type, b.getDictionaryAttr(attrs),
+                                function.getLoc());
+  return function.getArgument(index);
+}
+
+Value PrecisionRewriter::readCopy(Value value, FloatType to) {
+  auto argument = dyn_cast<BlockArgument>(value);
+  if (!weightCopies || !argument || to != low || !function ||
+      argument.getOwner() != &function.getBody().front())
+    return nullptr;
+  auto param = function.getArgAttrOfType<StringAttr>(argument.getArgNumber(),
+                                                     GraphDialect::kParamAttr);
+  if (!param)
+    return nullptr;
+  // A step that updates the parameter, or accumulates its gradient for
+  // one that does.
+  StringRef name = param.getValue();
+  if (!updated.contains(name) && !updated.contains((name + ".grad_acc").str()))
+    return nullptr;
+  auto type = cast<RankedTensorType>(value.getType());
+  auto copyType = RankedTensorType::get(type.getShape(), low);
+  copied[name] = copyType;
+  return getCopyArgument(function, name, copyType);
+}
+
+void PrecisionRewriter::updateCopies(func::FuncOp function) {
+  if (function.isExternal())
+    return;
+  Operation *terminator = function.getBody().front().getTerminator();
+  Builder b(function.getContext());
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i) {
+    auto name =
+        function.getResultAttrOfType<StringAttr>(i, GraphDialect::kUpdateAttr);
+    if (!name)
+      continue;
+    auto found = copied.find(name.getValue());
+    if (found == copied.end())
+      continue;
+    getCopyArgument(function, name.getValue(), found->second);
+    OpBuilder builder(terminator);
+    Value rounded = CastOp::create(builder, terminator->getLoc(), found->second,
+                                   terminator->getOperand(i));
+    unsigned index = function.getNumResults();
+    (void)function.insertResult(
+        index, found->second,
+        b.getDictionaryAttr(
+            b.getNamedAttr(GraphDialect::kUpdateAttr,
+                           b.getStringAttr(copyName(name.getValue())))));
+    terminator->insertOperands(index, rounded);
+  }
+}
+
 Value PrecisionRewriter::castTo(Value value, FloatType to, Operation *reader) {
   FloatType from = floatElementType(value);
   if (from == to)
     return value;
+  if (Value copy = readCopy(value, to))
+    return copy;
   bool widening = from.getWidth() < to.getWidth() &&
                   !isa<BlockArgument>(value) && !isConstantLike(value);
   CastKey key{value, to, widening ? reader : nullptr};
@@ -137,8 +252,8 @@ Value PrecisionRewriter::castTo(Value value, FloatType to, Operation *reader) {
       to.getWidth() < from.getWidth())
     result = widened.getInput();
   else if (isConstantLike(value) || value.getDefiningOp<BroadcastOp>() ||
-           (!widening && isa_and_present<ReshapeOp, TransposeOp>(
-                             value.getDefiningOp())))
+           (!widening &&
+            isa_and_present<ReshapeOp, TransposeOp>(value.getDefiningOp())))
     result = castBeneath(value, to);
   if (!result) {
     OpBuilder builder(value.getContext());
@@ -225,6 +340,9 @@ LogicalResult PrecisionRewriter::rewrite(Operation *op) {
 LogicalResult PrecisionRewriter::run(func::FuncOp function) {
   if (function.isExternal())
     return success();
+  this->function = function;
+  updated = getUpdatedNames(function);
+  casts.clear();
   if (!function.getBody().hasOneBlock())
     return function.emitOpError(
         "--graph-mixed-precision expects a graph function of one block");
@@ -292,10 +410,13 @@ struct GraphMixedPrecisionPass
       lowType = BFloat16Type::get(context);
     else
       lowType = Float16Type::get(context);
-    PrecisionRewriter rewriter(lowType, Float32Type::get(context));
+    PrecisionRewriter rewriter(lowType, Float32Type::get(context),
+                               weightCopies);
     for (auto function : module.getOps<func::FuncOp>())
       if (failed(rewriter.run(function)))
         return signalPassFailure();
+    for (auto function : module.getOps<func::FuncOp>())
+      rewriter.updateCopies(function);
   }
 };
 
