@@ -1,4 +1,5 @@
-//===- GradToKernel.cpp - Gradient graph ops to kernels --------------------===//
+//===- GradToKernel.cpp - Gradient graph ops to kernels
+//--------------------===//
 //
 // Part of Kiln. graph.pad and the gradients of the activations, softmax,
 // reduce max, cross_entropy and embedding, written as the loops of the
@@ -40,8 +41,8 @@ struct PadToKernel : OpToKernelPattern<graph::PadOp> {
     ArrayRef<int64_t> box = op.getInput().getType().getShape();
     ArrayRef<int64_t> offsets = op.getOffsets();
     Value result = lowering.allocateResult(op.getResult());
-    auto zero = kernel::ZeroOp::create(lowering.getBuilder(), op.getLoc(),
-                                       result);
+    auto zero =
+        kernel::ZeroOp::create(lowering.getBuilder(), op.getLoc(), result);
     lowering.setOrigin(zero, op->getName().getStringRef());
     if (product(box) == 0) {
       lowering.bind(op.getResult(), result);
@@ -88,36 +89,39 @@ struct SoftmaxGradToKernel : OpToKernelPattern<graph::SoftmaxGradOp> {
       lowering.launch(
           op.getLoc(), op->getName().getStringRef(), buffers, range, 3 * length,
           [&](OpBuilder &b, Location loc, ValueRange args) {
-            kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
-                                               Value p) {
-              SmallVector<Value> position =
-                  kb::delinearize(b, loc, p, {outer, inner});
-              auto at = [&](Value a) {
-                return SmallVector<Value>{position[0], a, position[1]};
-              };
-              Value dot = kb::forLoop(
-                  b, loc, length, kb::floatConst(b, loc, elementType, 0.0),
-                  [&](OpBuilder &b, Location loc, Value a,
-                      ValueRange acc) -> SmallVector<Value> {
-                    Value dy = memref::LoadOp::create(b, loc, args[0], at(a));
-                    Value y = memref::LoadOp::create(b, loc, args[1], at(a));
-                    return {arith::AddFOp::create(
-                        b, loc, acc[0], arith::MulFOp::create(b, loc, dy, y))};
-                  })[0];
-              kb::forLoop(b, loc, length, {},
-                          [&](OpBuilder &b, Location loc, Value a,
-                              ValueRange) -> SmallVector<Value> {
-                            Value dy =
-                                memref::LoadOp::create(b, loc, args[0], at(a));
-                            Value y =
-                                memref::LoadOp::create(b, loc, args[1], at(a));
-                            Value dx = arith::MulFOp::create(
-                                b, loc, y,
-                                arith::SubFOp::create(b, loc, dy, dot));
-                            memref::StoreOp::create(b, loc, dx, args[2], at(a));
-                            return {};
-                          });
-            });
+            kb::parallelFor(
+                b, loc, range, [&](OpBuilder &b, Location loc, Value p) {
+                  SmallVector<Value> position =
+                      kb::delinearize(b, loc, p, {outer, inner});
+                  auto at = [&](Value a) {
+                    return SmallVector<Value>{position[0], a, position[1]};
+                  };
+                  Value dot = kb::forLoop(
+                      b, loc, length, kb::floatConst(b, loc, elementType, 0.0),
+                      [&](OpBuilder &b, Location loc, Value a,
+                          ValueRange acc) -> SmallVector<Value> {
+                        Value dy =
+                            memref::LoadOp::create(b, loc, args[0], at(a));
+                        Value y =
+                            memref::LoadOp::create(b, loc, args[1], at(a));
+                        return {arith::AddFOp::create(
+                            b, loc, acc[0],
+                            arith::MulFOp::create(b, loc, dy, y))};
+                      })[0];
+                  kb::forLoop(
+                      b, loc, length, {},
+                      [&](OpBuilder &b, Location loc, Value a,
+                          ValueRange) -> SmallVector<Value> {
+                        Value dy =
+                            memref::LoadOp::create(b, loc, args[0], at(a));
+                        Value y =
+                            memref::LoadOp::create(b, loc, args[1], at(a));
+                        Value dx = arith::MulFOp::create(
+                            b, loc, y, arith::SubFOp::create(b, loc, dy, dot));
+                        memref::StoreOp::create(b, loc, dx, args[2], at(a));
+                        return {};
+                      });
+                });
           });
     lowering.bind(op.getInputGrad(), result);
     return success();
@@ -156,44 +160,45 @@ struct ReduceMaxGradToKernel : OpToKernelPattern<graph::ReduceMaxGradOp> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, groups, 2 * length,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, groups, [&](OpBuilder &b, Location loc,
-                                              Value g) {
-            SmallVector<Value> kept = kb::delinearize(b, loc, g, keptShape);
-            // The full index of element r of the group.
-            auto indexOf = [&](OpBuilder &b, Location loc, Value r) {
-              SmallVector<Value> inGroup =
-                  kb::delinearize(b, loc, r, reducedShape);
-              SmallVector<Value> index(rank);
-              for (auto [i, d] : llvm::enumerate(keptDims))
-                index[d] = kept[i];
-              for (auto [i, d] : llvm::enumerate(reducedDims))
-                index[d] = inGroup[i];
-              return index;
-            };
-            Value zeroIndex = kb::index(b, loc, 0);
-            Value first = memref::LoadOp::create(b, loc, args[1],
-                                                 indexOf(b, loc, zeroIndex));
-            Value zero = kb::floatConst(b, loc, first.getType(), 0.0);
-            // Zero the group while looking for its first maximum.
-            memref::StoreOp::create(b, loc, zero, args[2],
-                                    indexOf(b, loc, zeroIndex));
-            SmallVector<Value> best = kb::forLoop(
-                b, loc, kb::index(b, loc, 1), kb::index(b, loc, length),
-                {first, zeroIndex},
-                [&](OpBuilder &b, Location loc, Value r,
-                    ValueRange acc) -> SmallVector<Value> {
-                  SmallVector<Value> index = indexOf(b, loc, r);
-                  Value x = memref::LoadOp::create(b, loc, args[1], index);
-                  memref::StoreOp::create(b, loc, zero, args[2], index);
-                  Value greater = arith::CmpFOp::create(
-                      b, loc, arith::CmpFPredicate::OGT, x, acc[0]);
-                  return {arith::SelectOp::create(b, loc, greater, x, acc[0]),
+          kb::parallelFor(
+              b, loc, groups, [&](OpBuilder &b, Location loc, Value g) {
+                SmallVector<Value> kept = kb::delinearize(b, loc, g, keptShape);
+                // The full index of element r of the group.
+                auto indexOf = [&](OpBuilder &b, Location loc, Value r) {
+                  SmallVector<Value> inGroup =
+                      kb::delinearize(b, loc, r, reducedShape);
+                  SmallVector<Value> index(rank);
+                  for (auto [i, d] : llvm::enumerate(keptDims))
+                    index[d] = kept[i];
+                  for (auto [i, d] : llvm::enumerate(reducedDims))
+                    index[d] = inGroup[i];
+                  return index;
+                };
+                Value zeroIndex = kb::index(b, loc, 0);
+                Value first = memref::LoadOp::create(
+                    b, loc, args[1], indexOf(b, loc, zeroIndex));
+                Value zero = kb::floatConst(b, loc, first.getType(), 0.0);
+                // Zero the group while looking for its first maximum.
+                memref::StoreOp::create(b, loc, zero, args[2],
+                                        indexOf(b, loc, zeroIndex));
+                SmallVector<Value> best = kb::forLoop(
+                    b, loc, kb::index(b, loc, 1), kb::index(b, loc, length),
+                    {first, zeroIndex},
+                    [&](OpBuilder &b, Location loc, Value r,
+                        ValueRange acc) -> SmallVector<Value> {
+                      SmallVector<Value> index = indexOf(b, loc, r);
+                      Value x = memref::LoadOp::create(b, loc, args[1], index);
+                      memref::StoreOp::create(b, loc, zero, args[2], index);
+                      Value greater = arith::CmpFOp::create(
+                          b, loc, arith::CmpFPredicate::OGT, x, acc[0]);
+                      return {
+                          arith::SelectOp::create(b, loc, greater, x, acc[0]),
                           arith::SelectOp::create(b, loc, greater, r, acc[1])};
-                });
-            Value dy = memref::LoadOp::create(b, loc, args[0], g);
-            memref::StoreOp::create(b, loc, dy, args[2],
-                                    indexOf(b, loc, best[1]));
-          });
+                    });
+                Value dy = memref::LoadOp::create(b, loc, args[0], g);
+                memref::StoreOp::create(b, loc, dy, args[2],
+                                        indexOf(b, loc, best[1]));
+              });
         });
     lowering.bind(op.getResult(), result);
     return success();
@@ -204,8 +209,7 @@ struct ReduceMaxGradToKernel : OpToKernelPattern<graph::ReduceMaxGradOp> {
 /// dx_c = (dloss / N) (exp(x_c - max) / sum - q_c), q the smoothed target,
 /// its weights computed in the element type as the interpreter computes
 /// them. A target outside [0, C) is recorded in the status buffer.
-struct CrossEntropyGradToKernel
-    : OpToKernelPattern<graph::CrossEntropyGradOp> {
+struct CrossEntropyGradToKernel : OpToKernelPattern<graph::CrossEntropyGradOp> {
   LogicalResult lowerOp(graph::CrossEntropyGradOp op,
                         KernelLowering &lowering) const override {
     auto logitsType = op.getLogits().getType();
@@ -236,70 +240,76 @@ struct CrossEntropyGradToKernel
       lowering.launch(
           op.getLoc(), op->getName().getStringRef(), buffers, rows, 3 * classes,
           [&](OpBuilder &b, Location loc, ValueRange args) {
-            kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                              Value r) {
-              Value target = kb::toI64(
-                  b, loc, memref::LoadOp::create(b, loc, args[1], r));
-              auto ifOp = scf::IfOp::create(
-                  b, loc, kb::isOutside(b, loc, target, classes), false);
-              {
-                OpBuilder::InsertionGuard guard(b);
-                b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-                kb::recordStatus(b, loc, args[3], KernelStatus::BadTarget,
-                                 target);
-              }
-              auto load = [&](OpBuilder &b, Location loc, Value c,
-                              bool covering = false) -> Value {
-                return logits.read(b, loc, args.drop_front(4), {r, c},
-                                   covering);
-              };
-              Value max = kb::forLoop(
-                  b, loc, classes, kb::negativeInfinity(b, loc, elementType),
-                  [&](OpBuilder &b, Location loc, Value c,
-                      ValueRange acc) -> SmallVector<Value> {
-                    return {kb::stdMax(b, loc, acc[0],
-                                       load(b, loc, c, /*covering=*/true))};
-                  })[0];
-              Value sumExp = kb::forLoop(
-                  b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
-                  [&](OpBuilder &b, Location loc, Value c,
-                      ValueRange acc) -> SmallVector<Value> {
-                    Value e = math::ExpOp::create(
-                        b, loc,
-                        arith::SubFOp::create(b, loc, load(b, loc, c), max));
-                    return {arith::AddFOp::create(b, loc, acc[0], e)};
-                  })[0];
-              Value rowScale = arith::DivFOp::create(
-                  b, loc, memref::LoadOp::create(b, loc, args[0], ValueRange{}),
-                  kb::floatConst(b, loc, elementType,
-                                 static_cast<double>(rows)));
-              Value onWeight = kb::floatConst(b, loc, elementType, targetWeight);
-              Value offWeight = kb::floatConst(b, loc, elementType, perClass);
-              kb::forLoop(
-                  b, loc, classes, {},
-                  [&](OpBuilder &b, Location loc, Value c,
-                      ValueRange) -> SmallVector<Value> {
-                    Value probability = arith::DivFOp::create(
-                        b, loc,
-                        math::ExpOp::create(
+            kb::parallelFor(
+                b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
+                  Value target = kb::toI64(
+                      b, loc, memref::LoadOp::create(b, loc, args[1], r));
+                  auto ifOp = scf::IfOp::create(
+                      b, loc, kb::isOutside(b, loc, target, classes), false);
+                  {
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                    kb::recordStatus(b, loc, args[3], KernelStatus::BadTarget,
+                                     target);
+                  }
+                  auto load = [&](OpBuilder &b, Location loc, Value c,
+                                  bool covering = false) -> Value {
+                    return logits.read(b, loc, args.drop_front(4), {r, c},
+                                       covering);
+                  };
+                  Value max = kb::forLoop(
+                      b, loc, classes,
+                      kb::negativeInfinity(b, loc, elementType),
+                      [&](OpBuilder &b, Location loc, Value c,
+                          ValueRange acc) -> SmallVector<Value> {
+                        return {kb::stdMax(b, loc, acc[0],
+                                           load(b, loc, c, /*covering=*/true))};
+                      })[0];
+                  Value sumExp = kb::forLoop(
+                      b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
+                      [&](OpBuilder &b, Location loc, Value c,
+                          ValueRange acc) -> SmallVector<Value> {
+                        Value e = math::ExpOp::create(
                             b, loc,
                             arith::SubFOp::create(b, loc, load(b, loc, c),
-                                                  max)),
-                        sumExp);
-                    Value isTarget = arith::CmpIOp::create(
-                        b, loc, arith::CmpIPredicate::eq,
-                        arith::IndexCastOp::create(b, loc, b.getI64Type(), c),
-                        target);
-                    Value weight = arith::SelectOp::create(
-                        b, loc, isTarget, onWeight, offWeight);
-                    Value dx = arith::MulFOp::create(
-                        b, loc, rowScale,
-                        arith::SubFOp::create(b, loc, probability, weight));
-                    memref::StoreOp::create(b, loc, dx, args[2],
-                                            ValueRange{r, c});
-                    return {};
-                  });
-            });
+                                                  max));
+                        return {arith::AddFOp::create(b, loc, acc[0], e)};
+                      })[0];
+                  Value rowScale = arith::DivFOp::create(
+                      b, loc,
+                      memref::LoadOp::create(b, loc, args[0], ValueRange{}),
+                      kb::floatConst(b, loc, elementType,
+                                     static_cast<double>(rows)));
+                  Value onWeight =
+                      kb::floatConst(b, loc, elementType, targetWeight);
+                  Value offWeight =
+                      kb::floatConst(b, loc, elementType, perClass);
+                  kb::forLoop(
+                      b, loc, classes, {},
+                      [&](OpBuilder &b, Location loc, Value c,
+                          ValueRange) -> SmallVector<Value> {
+                        Value probability = arith::DivFOp::create(
+                            b, loc,
+                            math::ExpOp::create(
+                                b, loc,
+                                arith::SubFOp::create(b, loc, load(b, loc, c),
+                                                      max)),
+                            sumExp);
+                        Value isTarget = arith::CmpIOp::create(
+                            b, loc, arith::CmpIPredicate::eq,
+                            arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                                       c),
+                            target);
+                        Value weight = arith::SelectOp::create(
+                            b, loc, isTarget, onWeight, offWeight);
+                        Value dx = arith::MulFOp::create(
+                            b, loc, rowScale,
+                            arith::SubFOp::create(b, loc, probability, weight));
+                        memref::StoreOp::create(b, loc, dx, args[2],
+                                                ValueRange{r, c});
+                        return {};
+                      });
+                });
           });
     lowering.bind(op.getResult(), result);
     return success();
@@ -324,7 +334,8 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
     // iterations never share a cache line).
     int64_t blockWidth =
         std::min(width, lowering.getSchedule().embeddingColumnBlock);
-    int64_t blocks = blockWidth == 0 ? 0 : (width + blockWidth - 1) / blockWidth;
+    int64_t blocks =
+        blockWidth == 0 ? 0 : (width + blockWidth - 1) / blockWidth;
     Value result = lowering.allocateResult(op.getResult());
     if (blocks == 0 || vocab == 0) {
       lowering.bind(op.getResult(), result);
@@ -338,61 +349,57 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
         op.getLoc(), op->getName().getStringRef(), buffers, blocks,
         (vocab + count) * blockWidth,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
-                                              Value block) {
-            Value begin = arith::MulIOp::create(
-                b, loc, block, kb::index(b, loc, blockWidth));
-            Value end = arith::MinUIOp::create(
-                b, loc,
-                arith::AddIOp::create(b, loc, begin,
-                                      kb::index(b, loc, blockWidth)),
-                kb::index(b, loc, width));
-            Value zero = kb::floatConst(b, loc, elementType, 0.0);
-            kb::forLoop(
-                b, loc, vocab, {},
-                [&](OpBuilder &b, Location loc, Value v,
-                    ValueRange) -> SmallVector<Value> {
-                  kb::forLoop(b, loc, begin, end, {},
-                              [&](OpBuilder &b, Location loc, Value d,
-                                  ValueRange) -> SmallVector<Value> {
-                                memref::StoreOp::create(b, loc, zero, args[2],
-                                                        ValueRange{v, d});
-                                return {};
-                              });
-                  return {};
-                });
-            kb::forLoop(
-                b, loc, count, {},
-                [&](OpBuilder &b, Location loc, Value i,
-                    ValueRange) -> SmallVector<Value> {
-                  Value id = kb::toI64(
-                      b, loc, memref::LoadOp::create(b, loc, args[1], i));
-                  auto ifOp = scf::IfOp::create(
-                      b, loc, kb::isOutside(b, loc, id, vocab),
-                      /*withElseRegion=*/true);
-                  OpBuilder::InsertionGuard guard(b);
-                  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-                  kb::recordStatus(b, loc, args[3],
-                                   KernelStatus::BadEmbeddingId, id);
-                  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-                  Value row =
-                      arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
-                  kb::forLoop(
-                      b, loc, begin, end, {},
-                      [&](OpBuilder &b, Location loc, Value d,
-                          ValueRange) -> SmallVector<Value> {
-                        Value sum = memref::LoadOp::create(b, loc, args[2],
-                                                           ValueRange{row, d});
-                        Value dy = memref::LoadOp::create(b, loc, args[0],
-                                                          ValueRange{i, d});
-                        memref::StoreOp::create(
-                            b, loc, arith::AddFOp::create(b, loc, sum, dy),
-                            args[2], ValueRange{row, d});
-                        return {};
-                      });
-                  return {};
-                });
-          });
+          kb::parallelFor(
+              b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
+                auto [begin, end] =
+                    kb::blockRange(b, loc, block, blockWidth, width);
+                Value zero = kb::floatConst(b, loc, elementType, 0.0);
+                kb::forLoop(b, loc, vocab, {},
+                            [&](OpBuilder &b, Location loc, Value v,
+                                ValueRange) -> SmallVector<Value> {
+                              kb::forLoop(
+                                  b, loc, begin, end, {},
+                                  [&](OpBuilder &b, Location loc, Value d,
+                                      ValueRange) -> SmallVector<Value> {
+                                    memref::StoreOp::create(b, loc, zero,
+                                                            args[2],
+                                                            ValueRange{v, d});
+                                    return {};
+                                  });
+                              return {};
+                            });
+                kb::forLoop(
+                    b, loc, count, {},
+                    [&](OpBuilder &b, Location loc, Value i,
+                        ValueRange) -> SmallVector<Value> {
+                      Value id = kb::toI64(
+                          b, loc, memref::LoadOp::create(b, loc, args[1], i));
+                      auto ifOp = scf::IfOp::create(
+                          b, loc, kb::isOutside(b, loc, id, vocab),
+                          /*withElseRegion=*/true);
+                      OpBuilder::InsertionGuard guard(b);
+                      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                      kb::recordStatus(b, loc, args[3],
+                                       KernelStatus::BadEmbeddingId, id);
+                      b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+                      Value row = arith::IndexCastOp::create(
+                          b, loc, b.getIndexType(), id);
+                      kb::forLoop(b, loc, begin, end, {},
+                                  [&](OpBuilder &b, Location loc, Value d,
+                                      ValueRange) -> SmallVector<Value> {
+                                    Value sum = memref::LoadOp::create(
+                                        b, loc, args[2], ValueRange{row, d});
+                                    Value dy = memref::LoadOp::create(
+                                        b, loc, args[0], ValueRange{i, d});
+                                    memref::StoreOp::create(
+                                        b, loc,
+                                        arith::AddFOp::create(b, loc, sum, dy),
+                                        args[2], ValueRange{row, d});
+                                    return {};
+                                  });
+                      return {};
+                    });
+              });
         });
     lowering.bind(op.getResult(), result);
     return success();

@@ -22,6 +22,16 @@ Value kiln::kb::index(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
+std::pair<Value, Value> kiln::kb::blockRange(OpBuilder &b, Location loc,
+                                             Value block, int64_t width,
+                                             int64_t count) {
+  Value begin = arith::MulIOp::create(b, loc, block, index(b, loc, width));
+  Value end = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, begin, index(b, loc, width)),
+      index(b, loc, count));
+  return {begin, end};
+}
+
 llvm::APFloat kiln::kb::roundTo(Type type, double value) {
   llvm::APFloat rounded(value);
   bool losesInfo;

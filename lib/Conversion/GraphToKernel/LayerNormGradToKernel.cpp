@@ -43,89 +43,91 @@ struct LayerNormGradToKernel : OpToKernelPattern<graph::LayerNormGradOp> {
       return success();
     if (rows == 0) {
       for (Value buffer : {dgamma, dbeta})
-        lowering.setOrigin(kernel::ZeroOp::create(lowering.getBuilder(),
-                                                  op.getLoc(), buffer),
-                           origin);
+        lowering.setOrigin(
+            kernel::ZeroOp::create(lowering.getBuilder(), op.getLoc(), buffer),
+            origin);
       return success();
     }
-    Value dy = lowering.view(lowering.lookup(op.getResultGrad()), {rows, width});
+    Value dy =
+        lowering.view(lowering.lookup(op.getResultGrad()), {rows, width});
     Value xhat =
         lowering.allocateTransient(MemRefType::get({rows, width}, elementType));
 
     // Rows: statistics, xhat and dx.
-    Value rowBuffers[] = {dy,
-                          lowering.view(lowering.lookup(op.getInput()),
-                                        {rows, width}),
-                          lowering.lookup(op.getGamma()), xhat,
-                          lowering.view(dx, {rows, width})};
+    Value rowBuffers[] = {
+        dy, lowering.view(lowering.lookup(op.getInput()), {rows, width}),
+        lowering.lookup(op.getGamma()), xhat, lowering.view(dx, {rows, width})};
     lowering.launch(
         op.getLoc(), origin, rowBuffers, rows, 5 * width,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                            Value r) {
-            auto load = [&](Value buffer, Value d) -> Value {
-              return memref::LoadOp::create(b, loc, buffer, ValueRange{r, d});
-            };
-            auto add = [&](Value x, Value y) -> Value {
-              return arith::AddFOp::create(b, loc, x, y);
-            };
-            auto sub = [&](Value x, Value y) -> Value {
-              return arith::SubFOp::create(b, loc, x, y);
-            };
-            auto mul = [&](Value x, Value y) -> Value {
-              return arith::MulFOp::create(b, loc, x, y);
-            };
-            auto div = [&](Value x, Value y) -> Value {
-              return arith::DivFOp::create(b, loc, x, y);
-            };
-            Value zero = kb::floatConst(b, loc, elementType, 0.0);
-            Value count =
-                kb::floatConst(b, loc, elementType, static_cast<double>(width));
-            Value sum = kb::forLoop(b, loc, width, zero,
-                                    [&](OpBuilder &, Location, Value d,
-                                        ValueRange acc) -> SmallVector<Value> {
-                                      return {add(acc[0], load(args[1], d))};
-                                    })[0];
-            Value mean = div(sum, count);
-            Value squares = kb::forLoop(
-                b, loc, width, zero,
-                [&](OpBuilder &, Location, Value d,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value centered = sub(load(args[1], d), mean);
-                  return {add(acc[0], mul(centered, centered))};
-                })[0];
-            Value invStd = div(
-                kb::floatConst(b, loc, elementType, 1.0),
-                math::SqrtOp::create(
-                    b, loc,
-                    add(div(squares, count),
-                        kb::floatConst(b, loc, elementType, eps))));
-            SmallVector<Value> sums = kb::forLoop(
-                b, loc, width, {zero, zero},
-                [&](OpBuilder &, Location, Value d,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value normalized = mul(sub(load(args[1], d), mean), invStd);
-                  memref::StoreOp::create(b, loc, normalized, args[3],
-                                          ValueRange{r, d});
-                  Value g = mul(load(args[0], d),
-                                memref::LoadOp::create(b, loc, args[2], d));
-                  return {add(acc[0], g), add(acc[1], mul(g, normalized))};
-                });
-            Value meanG = div(sums[0], count);
-            Value meanGXhat = div(sums[1], count);
-            kb::forLoop(b, loc, width, {},
-                        [&](OpBuilder &, Location, Value d,
-                            ValueRange) -> SmallVector<Value> {
-                          Value g = mul(load(args[0], d),
-                                        memref::LoadOp::create(b, loc, args[2],
-                                                               d));
-                          Value centered = sub(sub(g, meanG),
-                                               mul(load(args[3], d), meanGXhat));
-                          memref::StoreOp::create(b, loc, mul(invStd, centered),
-                                                  args[4], ValueRange{r, d});
-                          return {};
-                        });
-          });
+          kb::parallelFor(
+              b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
+                auto load = [&](Value buffer, Value d) -> Value {
+                  return memref::LoadOp::create(b, loc, buffer,
+                                                ValueRange{r, d});
+                };
+                auto add = [&](Value x, Value y) -> Value {
+                  return arith::AddFOp::create(b, loc, x, y);
+                };
+                auto sub = [&](Value x, Value y) -> Value {
+                  return arith::SubFOp::create(b, loc, x, y);
+                };
+                auto mul = [&](Value x, Value y) -> Value {
+                  return arith::MulFOp::create(b, loc, x, y);
+                };
+                auto div = [&](Value x, Value y) -> Value {
+                  return arith::DivFOp::create(b, loc, x, y);
+                };
+                Value zero = kb::floatConst(b, loc, elementType, 0.0);
+                Value count = kb::floatConst(b, loc, elementType,
+                                             static_cast<double>(width));
+                Value sum =
+                    kb::forLoop(b, loc, width, zero,
+                                [&](OpBuilder &, Location, Value d,
+                                    ValueRange acc) -> SmallVector<Value> {
+                                  return {add(acc[0], load(args[1], d))};
+                                })[0];
+                Value mean = div(sum, count);
+                Value squares =
+                    kb::forLoop(b, loc, width, zero,
+                                [&](OpBuilder &, Location, Value d,
+                                    ValueRange acc) -> SmallVector<Value> {
+                                  Value centered = sub(load(args[1], d), mean);
+                                  return {add(acc[0], mul(centered, centered))};
+                                })[0];
+                Value invStd =
+                    div(kb::floatConst(b, loc, elementType, 1.0),
+                        math::SqrtOp::create(
+                            b, loc,
+                            add(div(squares, count),
+                                kb::floatConst(b, loc, elementType, eps))));
+                SmallVector<Value> sums = kb::forLoop(
+                    b, loc, width, {zero, zero},
+                    [&](OpBuilder &, Location, Value d,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value normalized =
+                          mul(sub(load(args[1], d), mean), invStd);
+                      memref::StoreOp::create(b, loc, normalized, args[3],
+                                              ValueRange{r, d});
+                      Value g = mul(load(args[0], d),
+                                    memref::LoadOp::create(b, loc, args[2], d));
+                      return {add(acc[0], g), add(acc[1], mul(g, normalized))};
+                    });
+                Value meanG = div(sums[0], count);
+                Value meanGXhat = div(sums[1], count);
+                kb::forLoop(
+                    b, loc, width, {},
+                    [&](OpBuilder &, Location, Value d,
+                        ValueRange) -> SmallVector<Value> {
+                      Value g = mul(load(args[0], d),
+                                    memref::LoadOp::create(b, loc, args[2], d));
+                      Value centered =
+                          sub(sub(g, meanG), mul(load(args[3], d), meanGXhat));
+                      memref::StoreOp::create(b, loc, mul(invStd, centered),
+                                              args[4], ValueRange{r, d});
+                      return {};
+                    });
+              });
         });
 
     // Columns: dgamma = sum_r dy xhat, dbeta = sum_r dy.
@@ -137,38 +139,34 @@ struct LayerNormGradToKernel : OpToKernelPattern<graph::LayerNormGradOp> {
     lowering.launch(
         op.getLoc(), origin, columnBuffers, blocks, 2 * rows * blockWidth,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
-                                              Value block) {
-            Value begin = arith::MulIOp::create(b, loc, block,
-                                                kb::index(b, loc, blockWidth));
-            Value end = arith::MinUIOp::create(
-                b, loc,
-                arith::AddIOp::create(b, loc, begin,
-                                      kb::index(b, loc, blockWidth)),
-                kb::index(b, loc, width));
-            kb::forLoop(
-                b, loc, begin, end, {},
-                [&](OpBuilder &b, Location loc, Value d,
-                    ValueRange) -> SmallVector<Value> {
-                  Value zero = kb::floatConst(b, loc, elementType, 0.0);
-                  SmallVector<Value> sums = kb::forLoop(
-                      b, loc, rows, {zero, zero},
-                      [&](OpBuilder &b, Location loc, Value r,
-                          ValueRange acc) -> SmallVector<Value> {
-                        Value dyValue = memref::LoadOp::create(
-                            b, loc, args[0], ValueRange{r, d});
-                        Value x = memref::LoadOp::create(b, loc, args[1],
-                                                         ValueRange{r, d});
-                        return {arith::AddFOp::create(
+          kb::parallelFor(
+              b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
+                auto [begin, end] =
+                    kb::blockRange(b, loc, block, blockWidth, width);
+                kb::forLoop(
+                    b, loc, begin, end, {},
+                    [&](OpBuilder &b, Location loc, Value d,
+                        ValueRange) -> SmallVector<Value> {
+                      Value zero = kb::floatConst(b, loc, elementType, 0.0);
+                      SmallVector<Value> sums = kb::forLoop(
+                          b, loc, rows, {zero, zero},
+                          [&](OpBuilder &b, Location loc, Value r,
+                              ValueRange acc) -> SmallVector<Value> {
+                            Value dyValue = memref::LoadOp::create(
+                                b, loc, args[0], ValueRange{r, d});
+                            Value x = memref::LoadOp::create(b, loc, args[1],
+                                                             ValueRange{r, d});
+                            return {
+                                arith::AddFOp::create(
                                     b, loc, acc[0],
                                     arith::MulFOp::create(b, loc, dyValue, x)),
                                 arith::AddFOp::create(b, loc, acc[1], dyValue)};
-                      });
-                  memref::StoreOp::create(b, loc, sums[0], args[2], d);
-                  memref::StoreOp::create(b, loc, sums[1], args[3], d);
-                  return {};
-                });
-          });
+                          });
+                      memref::StoreOp::create(b, loc, sums[0], args[2], d);
+                      memref::StoreOp::create(b, loc, sums[1], args[3], d);
+                      return {};
+                    });
+              });
         });
     return success();
   }

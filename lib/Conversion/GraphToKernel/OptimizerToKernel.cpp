@@ -143,13 +143,8 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
                   return fresh;
                 return arith::SelectOp::create(b, loc, skipped, old, fresh);
               };
-              Value begin = arith::MulIOp::create(
-                  b, loc, block, kb::index(b, loc, updateBlock));
-              Value end = arith::MinUIOp::create(
-                  b, loc,
-                  arith::AddIOp::create(b, loc, begin,
-                                        kb::index(b, loc, updateBlock)),
-                  kb::index(b, loc, count));
+              auto [begin, end] =
+                  kb::blockRange(b, loc, block, updateBlock, count);
               kb::forLoop(
                   b, loc, begin, end, {},
                   [&](OpBuilder &b, Location loc, Value i,
@@ -299,13 +294,8 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
                   b, loc, range, [&](OpBuilder &b, Location loc, Value block) {
                     auto sumBlock = [&](OpBuilder &b, Location loc) {
                       Arith f{b, loc, elementType};
-                      Value begin = arith::MulIOp::create(
-                          b, loc, block, kb::index(b, loc, normBlock));
-                      Value end = arith::MinUIOp::create(
-                          b, loc,
-                          arith::AddIOp::create(b, loc, begin,
-                                                kb::index(b, loc, normBlock)),
-                          kb::index(b, loc, counts[k]));
+                      auto [begin, end] =
+                          kb::blockRange(b, loc, block, normBlock, counts[k]);
                       Value sum = kb::forLoop(
                           b, loc, begin, end, f.c(0.0),
                           [&](OpBuilder &, Location, Value i,

@@ -1,4 +1,5 @@
-//===- ReductionToKernel.cpp - graph.reduce to kernels ---------------------===//
+//===- ReductionToKernel.cpp - graph.reduce to kernels
+//---------------------===//
 //
 // Part of Kiln. Every reduction sums each result element's inputs in
 // increasing row-major order, as the interpreter does, and no sum crosses
@@ -58,10 +59,9 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
         lastKept = d;
       }
     bool keptContiguous =
-        lastKept < 0 ||
-        llvm::none_of(ArrayRef<bool>(reduced).slice(firstKept,
-                                                    lastKept - firstKept + 1),
-                      [](bool isReduced) { return isReduced; });
+        lastKept < 0 || llvm::none_of(ArrayRef<bool>(reduced).slice(
+                                          firstKept, lastKept - firstKept + 1),
+                                      [](bool isReduced) { return isReduced; });
     if (count > 0 && op.walksColumns()) {
       lowerColumns(op, lowering, result, kept, count, kind, elementType);
       return success();
@@ -76,43 +76,44 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, kept, count,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, kept, [&](OpBuilder &b, Location loc,
-                                            Value keptIndex) {
-            SmallVector<Value> keptIndices =
-                kb::delinearize(b, loc, keptIndex, keptShape);
-            Value init = kind == graph::ReduceKind::Max
-                             ? kb::negativeInfinity(b, loc, elementType)
-                             : kb::floatConst(b, loc, elementType, 0.0);
-            Value acc = kb::forLoop(
-                b, loc, count, init,
-                [&](OpBuilder &b, Location loc, Value r,
-                    ValueRange carried) -> SmallVector<Value> {
-                  SmallVector<Value> reducedIndices =
-                      kb::delinearize(b, loc, r, reducedShape);
-                  SmallVector<Value> indices;
-                  unsigned nextKept = 0, nextReduced = 0;
-                  for (bool isReduced : reduced)
-                    indices.push_back(isReduced
-                                          ? reducedIndices[nextReduced++]
-                                          : keptIndices[nextKept++]);
-                  Value x = input.read(b, loc, args.drop_front(), indices,
-                                       /*covering=*/true);
-                  Value acc = carried[0];
-                  if (kind == graph::ReduceKind::Max) {
-                    // NaN propagates: x wins when unordered or greater.
-                    Value greater = arith::CmpFOp::create(
-                        b, loc, arith::CmpFPredicate::UGT, x, acc);
-                    return {arith::SelectOp::create(b, loc, greater, x, acc)};
-                  }
-                  return {arith::AddFOp::create(b, loc, acc, x)};
-                })[0];
-            if (kind == graph::ReduceKind::Mean)
-              acc = arith::DivFOp::create(
-                  b, loc, acc,
-                  kb::floatConst(b, loc, elementType,
-                                 static_cast<double>(count)));
-            memref::StoreOp::create(b, loc, acc, args[0], keptIndex);
-          });
+          kb::parallelFor(
+              b, loc, kept, [&](OpBuilder &b, Location loc, Value keptIndex) {
+                SmallVector<Value> keptIndices =
+                    kb::delinearize(b, loc, keptIndex, keptShape);
+                Value init = kind == graph::ReduceKind::Max
+                                 ? kb::negativeInfinity(b, loc, elementType)
+                                 : kb::floatConst(b, loc, elementType, 0.0);
+                Value acc = kb::forLoop(
+                    b, loc, count, init,
+                    [&](OpBuilder &b, Location loc, Value r,
+                        ValueRange carried) -> SmallVector<Value> {
+                      SmallVector<Value> reducedIndices =
+                          kb::delinearize(b, loc, r, reducedShape);
+                      SmallVector<Value> indices;
+                      unsigned nextKept = 0, nextReduced = 0;
+                      for (bool isReduced : reduced)
+                        indices.push_back(isReduced
+                                              ? reducedIndices[nextReduced++]
+                                              : keptIndices[nextKept++]);
+                      Value x = input.read(b, loc, args.drop_front(), indices,
+                                           /*covering=*/true);
+                      Value acc = carried[0];
+                      if (kind == graph::ReduceKind::Max) {
+                        // NaN propagates: x wins when unordered or greater.
+                        Value greater = arith::CmpFOp::create(
+                            b, loc, arith::CmpFPredicate::UGT, x, acc);
+                        return {
+                            arith::SelectOp::create(b, loc, greater, x, acc)};
+                      }
+                      return {arith::AddFOp::create(b, loc, acc, x)};
+                    })[0];
+                if (kind == graph::ReduceKind::Mean)
+                  acc = arith::DivFOp::create(
+                      b, loc, acc,
+                      kb::floatConst(b, loc, elementType,
+                                     static_cast<double>(count)));
+                memref::StoreOp::create(b, loc, acc, args[0], keptIndex);
+              });
         });
     return success();
   }
@@ -186,48 +187,46 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, blocks,
         count * blockWidth, [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, blocks, [&](OpBuilder &b, Location loc,
-                                              Value block) {
-            Value begin = arith::MulIOp::create(b, loc, block,
-                                                kb::index(b, loc, blockWidth));
-            Value end = arith::MinUIOp::create(
-                b, loc,
-                arith::AddIOp::create(b, loc, begin,
-                                      kb::index(b, loc, blockWidth)),
-                kb::index(b, loc, kept));
-            auto overBlock =
-                [&](llvm::function_ref<void(OpBuilder &, Location, Value)> body) {
-                  kb::forLoop(b, loc, begin, end, {},
-                              [&](OpBuilder &b, Location loc, Value c,
-                                  ValueRange) -> SmallVector<Value> {
-                                body(b, loc, c);
-                                return {};
-                              });
-                };
-            overBlock([&](OpBuilder &b, Location loc, Value c) {
-              memref::StoreOp::create(
-                  b, loc, initialValue(b, loc, kind, elementType), args[0], c);
-            });
-            kb::forLoop(
-                b, loc, count, {},
-                [&](OpBuilder &b, Location loc, Value r,
-                    ValueRange) -> SmallVector<Value> {
+          kb::parallelFor(
+              b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
+                auto [begin, end] =
+                    kb::blockRange(b, loc, block, blockWidth, kept);
+                auto overBlock =
+                    [&](llvm::function_ref<void(OpBuilder &, Location, Value)>
+                            body) {
+                      kb::forLoop(b, loc, begin, end, {},
+                                  [&](OpBuilder &b, Location loc, Value c,
+                                      ValueRange) -> SmallVector<Value> {
+                                    body(b, loc, c);
+                                    return {};
+                                  });
+                    };
+                overBlock([&](OpBuilder &b, Location loc, Value c) {
+                  memref::StoreOp::create(
+                      b, loc, initialValue(b, loc, kind, elementType), args[0],
+                      c);
+                });
+                kb::forLoop(
+                    b, loc, count, {},
+                    [&](OpBuilder &b, Location loc, Value r,
+                        ValueRange) -> SmallVector<Value> {
+                      overBlock([&](OpBuilder &b, Location loc, Value c) {
+                        Value x = input.read(b, loc, args.drop_front(), {r, c},
+                                             /*covering=*/true);
+                        Value acc = memref::LoadOp::create(b, loc, args[0], c);
+                        memref::StoreOp::create(
+                            b, loc, combine(b, loc, kind, acc, x), args[0], c);
+                      });
+                      return {};
+                    });
+                if (kind == graph::ReduceKind::Mean)
                   overBlock([&](OpBuilder &b, Location loc, Value c) {
-                    Value x = input.read(b, loc, args.drop_front(), {r, c},
-                                         /*covering=*/true);
                     Value acc = memref::LoadOp::create(b, loc, args[0], c);
                     memref::StoreOp::create(
-                        b, loc, combine(b, loc, kind, acc, x), args[0], c);
+                        b, loc, finalValue(b, loc, kind, acc, count), args[0],
+                        c);
                   });
-                  return {};
-                });
-            if (kind == graph::ReduceKind::Mean)
-              overBlock([&](OpBuilder &b, Location loc, Value c) {
-                Value acc = memref::LoadOp::create(b, loc, args[0], c);
-                memref::StoreOp::create(
-                    b, loc, finalValue(b, loc, kind, acc, count), args[0], c);
               });
-          });
         });
   }
 };

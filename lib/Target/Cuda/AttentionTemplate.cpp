@@ -471,17 +471,17 @@ void AttentionKernelBuilder::build() {
 void kiln::buildAttentionKernel(OpBuilder &builder, StringRef name,
                                 Location loc, func::FuncOp body,
                                 const AttentionPlan &plan) {
-  if (plan.tensorCores)
-    return buildMmaAttentionKernel(builder, name, loc, body, plan);
   const FusedAttention &a = plan.attention;
   MLIRContext *context = builder.getContext();
   Type f32 = builder.getF32Type();
   // Tiles of the other side's two vectors (keys and values, or queries and
-  // result gradients), and key_value_grad's lse and delta.
+  // result gradients, in the vectors' type), and key_value_grad's lse and
+  // delta.
   bool byKeys = a.part != Part::KeyValueGrad;
+  Type vectors = plan.tensorCores ? plan.elementType : f32;
   SmallVector<Type> workgroup = {
-      getSharedBufferType(context, {plan.tileRows, a.keyDim}, f32),
-      getSharedBufferType(context, {plan.tileRows, a.valueDim}, f32)};
+      getSharedBufferType(context, {plan.tileRows, a.keyDim}, vectors),
+      getSharedBufferType(context, {plan.tileRows, a.valueDim}, vectors)};
   if (!byKeys) {
     workgroup.push_back(getSharedBufferType(context, {plan.tileRows}, f32));
     workgroup.push_back(getSharedBufferType(context, {plan.tileRows}, f32));
@@ -495,6 +495,9 @@ void kiln::buildAttentionKernel(OpBuilder &builder, StringRef name,
   SmallVector<Value> buffers(
       entry.getArguments().take_front(a.getNumBuffers()));
   SmallVector<Value> shared(func.getWorkgroupAttributions());
-  AttentionKernelBuilder(b, loc, plan, buffers, shared).build();
+  if (plan.tensorCores)
+    buildMmaAttentionBody(b, loc, plan, buffers, shared);
+  else
+    AttentionKernelBuilder(b, loc, plan, buffers, shared).build();
   gpu::ReturnOp::create(b, loc);
 }

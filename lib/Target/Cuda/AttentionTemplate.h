@@ -102,10 +102,13 @@ std::pair<mlir::Value, mlir::Value> buildTileRange(mlir::OpBuilder &b,
                                                    const AttentionPlan &plan,
                                                    mlir::Value firstRow);
 
-/// Builds the tensor-core variant's `gpu.func @name` at `builder`.
-void buildMmaAttentionKernel(mlir::OpBuilder &builder, llvm::StringRef name,
-                             mlir::Location loc, mlir::func::FuncOp body,
-                             const AttentionPlan &plan);
+/// The tensor-core variant's body at `b`, in a kernel whose arguments start
+/// with the part's `buffers` and whose workgroup buffers are `shared` (the
+/// tiles, in the vectors' 16-bit type, and key_value_grad's f32 lse and
+/// delta).
+void buildMmaAttentionBody(mlir::OpBuilder &b, mlir::Location loc,
+                           const AttentionPlan &plan, mlir::ValueRange buffers,
+                           mlir::ValueRange shared);
 
 /// Builds `gpu.func @name` of the attention template at `builder`.
 void buildAttentionKernel(mlir::OpBuilder &builder, llvm::StringRef name,

@@ -29,7 +29,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionTemplate.h"
-#include "KernelFunc.h"
 #include "TemplateBuilder.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -532,29 +531,8 @@ void MmaAttentionBuilder::build() {
 }
 } // namespace
 
-void kiln::buildMmaAttentionKernel(OpBuilder &builder, StringRef name,
-                                   Location loc, func::FuncOp body,
-                                   const AttentionPlan &plan) {
-  const FusedAttention &a = plan.attention;
-  MLIRContext *context = builder.getContext();
-  Type f32 = builder.getF32Type();
-  SmallVector<Type> workgroup = {
-      getSharedBufferType(context, {plan.tileRows, a.keyDim}, plan.elementType),
-      getSharedBufferType(context, {plan.tileRows, a.valueDim},
-                          plan.elementType)};
-  if (a.part == Part::KeyValueGrad) {
-    workgroup.push_back(getSharedBufferType(context, {plan.tileRows}, f32));
-    workgroup.push_back(getSharedBufferType(context, {plan.tileRows}, f32));
-  }
-  gpu::GPUFuncOp func = createKernelFunc(builder, loc, name, body, workgroup,
-                                         {plan.grid, plan.blockSize});
-  func->setAttr(kAttentionTemplateAttr,
-                builder.getStringAttr(kernel::getPartName(a.part)));
-  Block &entry = func.getBody().front();
-  OpBuilder b = OpBuilder::atBlockEnd(&entry);
-  SmallVector<Value> buffers(
-      entry.getArguments().take_front(a.getNumBuffers()));
-  SmallVector<Value> shared(func.getWorkgroupAttributions());
+void kiln::buildMmaAttentionBody(OpBuilder &b, Location loc,
+                                 const AttentionPlan &plan, ValueRange buffers,
+                                 ValueRange shared) {
   MmaAttentionBuilder(b, loc, plan, buffers, shared).build();
-  gpu::ReturnOp::create(b, loc);
 }

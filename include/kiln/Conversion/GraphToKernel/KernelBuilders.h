@@ -21,6 +21,12 @@ namespace kiln::kb {
 
 /// An index constant.
 mlir::Value index(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
+/// Block `block` of `width` elements of [0, count): [begin, end), the last
+/// block cut at `count`.
+std::pair<mlir::Value, mlir::Value> blockRange(mlir::OpBuilder &b,
+                                               mlir::Location loc,
+                                               mlir::Value block, int64_t width,
+                                               int64_t count);
 /// A float constant of `type`: `value` rounded once to the type, as the
 /// interpreter's static_cast<T>(value) does.
 mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
