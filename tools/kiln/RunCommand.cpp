@@ -1,8 +1,10 @@
-//===- RunCommand.cpp - kiln run -------------------------------------------===//
+//===- RunCommand.cpp - kiln run
+//-------------------------------------------===//
 //
 // Part of Kiln. Evaluates a model's forward pass with the reference
-// interpreter: parameters from their initializers (seeded), inputs from .npy
-// files (or drawn at random), outputs printed and optionally saved as .npy.
+// interpreter: parameters from their initializers (seeded) or a checkpoint
+// (--weights), inputs from .npy files (or drawn at random), outputs printed
+// and optionally saved as .npy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,14 +13,16 @@
 
 #include "kiln/Dialect/Graph/Analysis/ModelSummary.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/HalfFloats.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Npy.h"
 #include "kiln/Philox.h"
+#include "kiln/Safetensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -38,10 +42,12 @@ cl::SubCommand kiln::cli::runCommand(
 
 static cl::opt<std::string> runModel(cl::Positional, cl::Required,
                                      cl::desc("MODEL.kiln"),
-                                     cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
+                                     cl::sub(kiln::cli::runCommand),
+                                     cl::cat(kiln::cli::optionCategory));
 static cl::list<std::string>
     runInputs("input", cl::desc("An input of the model, from a .npy file"),
-              cl::value_desc("NAME=FILE.npy"), cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
+              cl::value_desc("NAME=FILE.npy"), cl::sub(kiln::cli::runCommand),
+              cl::cat(kiln::cli::optionCategory));
 static cl::alias runInputsAlias("inputs", cl::aliasopt(runInputs),
                                 cl::desc("Alias for --input"));
 static cl::opt<bool> randomInputs(
@@ -53,10 +59,18 @@ static cl::opt<bool> randomInputs(
 static cl::opt<uint64_t> runSeed("seed",
                                  cl::desc("Seed of the parameter initializers "
                                           "and random inputs"),
-                                 cl::init(0), cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
+                                 cl::init(0), cl::sub(kiln::cli::runCommand),
+                                 cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string> runWeights(
+    "weights",
+    cl::desc("Take the parameters from a checkpoint (.safetensors, as `kiln "
+             "train --save` writes it) instead of their initializers"),
+    cl::value_desc("CKPT.safetensors"), cl::sub(kiln::cli::runCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string>
     outputDir("output-dir", cl::desc("Write each output to DIR/NAME.npy"),
-              cl::value_desc("DIR"), cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
+              cl::value_desc("DIR"), cl::sub(kiln::cli::runCommand),
+              cl::cat(kiln::cli::optionCategory));
 
 /// Reports an error of `kiln run`; returns 1.
 static int fail(const Twine &message) {
@@ -66,15 +80,14 @@ static int fail(const Twine &message) {
 
 /// Converts a .npy array into an interpreter tensor of `type`, checking the
 /// shape and dtype.
-static Expected<interp::Tensor> tensorFromNpy(StringRef name,
-                                              const npy::Array &array,
-                                              RankedTensorType type) {
+static Expected<interp::Tensor>
+tensorFromNpy(StringRef name, const npy::Array &array, RankedTensorType type) {
   if (ArrayRef<int64_t>(array.shape) != type.getShape())
-    return createStringError(
-        formatv("input '{0}': the model expects shape [{1}], the file holds "
-                "[{2}]",
-                name, make_range(type.getShape().begin(), type.getShape().end()),
-                make_range(array.shape.begin(), array.shape.end())));
+    return createStringError(formatv(
+        "input '{0}': the model expects shape [{1}], the file holds "
+        "[{2}]",
+        name, make_range(type.getShape().begin(), type.getShape().end()),
+        make_range(array.shape.begin(), array.shape.end())));
   Expected<interp::Tensor> zeros = interp::Tensor::zeros(type);
   if (!zeros)
     return zeros.takeError();
@@ -120,12 +133,90 @@ static Expected<interp::Tensor> tensorFromNpy(StringRef name,
   tensor.roundToElementType();
   return tensor;
 dtypeMismatch:
-  return createStringError(formatv("input '{0}': the model expects {1} "
-                                   "elements, the file holds {2}",
-                                   name,
-                                   interp::getElementTypeName(
-                                       tensor.getElementType()),
-                                   npy::dtypeDescr(array.dtype)));
+  return createStringError(
+      formatv("input '{0}': the model expects {1} "
+              "elements, the file holds {2}",
+              name, interp::getElementTypeName(tensor.getElementType()),
+              npy::dtypeDescr(array.dtype)));
+}
+
+/// Element `e` of a checkpoint tensor as a double; false for a tensor that
+/// does not hold floats.
+static bool floatElement(const safetensors::Tensor &tensor, int64_t e,
+                         double &value) {
+  switch (tensor.dtype) {
+  case safetensors::DType::F32:
+    value = tensor.as<float>()[e];
+    return true;
+  case safetensors::DType::F64:
+    value = tensor.as<double>()[e];
+    return true;
+  case safetensors::DType::BF16:
+    value = bf16ToFloat(tensor.as<uint16_t>()[e]);
+    return true;
+  case safetensors::DType::F16:
+    value = halfToFloat(tensor.as<uint16_t>()[e]);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Every parameter of `forward` into `arguments` from the checkpoint at
+/// `path`, by name, each with the parameter's shape (the checkpoint's other
+/// tensors, such as optimizer state, are not read).
+static Error loadWeights(mlir::func::FuncOp forward, StringRef modelName,
+                         StringRef path,
+                         SmallVectorImpl<interp::Tensor> &arguments) {
+  safetensors::TensorFile file;
+  Status read = safetensors::readSafetensors(path.str(), file);
+  if (!read)
+    return createStringError(path + ": " + read.message());
+  auto model = file.metadata.find("model");
+  if (model != file.metadata.end() && model->second != modelName)
+    WithColor::warning(errs(), "kiln run")
+        << path << " is a checkpoint of model '" << model->second << "', not '"
+        << modelName << "'\n";
+  SmallVector<std::string> missing;
+  int64_t loaded = 0;
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    auto name = forward.getArgAttrOfType<mlir::StringAttr>(
+        i, graph::GraphDialect::kParamAttr);
+    if (!name)
+      continue;
+    const safetensors::Tensor *stored = file.find(name.str());
+    if (!stored) {
+      missing.push_back("'" + name.str() + "'");
+      continue;
+    }
+    auto type = cast<RankedTensorType>(forward.getArgument(i).getType());
+    if (ArrayRef<int64_t>(stored->shape) != type.getShape())
+      return createStringError(
+          formatv("{0}: parameter '{1}' is [{2}] there, [{3}] in the model",
+                  path, name.getValue(),
+                  make_range(stored->shape.begin(), stored->shape.end()),
+                  make_range(type.getShape().begin(), type.getShape().end())));
+    Expected<interp::Tensor> tensor = interp::Tensor::zeros(type);
+    if (!tensor)
+      return tensor.takeError();
+    for (int64_t element = 0; element < stored->numElements(); ++element) {
+      double value;
+      if (!floatElement(*stored, element, value))
+        return createStringError(
+            formatv("{0}: parameter '{1}' holds {2}, not floats", path,
+                    name.getValue(), safetensors::dtypeName(stored->dtype)));
+      tensor->setDouble(element, value);
+    }
+    tensor->roundToElementType();
+    arguments[i] = std::move(*tensor);
+    ++loaded;
+  }
+  if (!missing.empty())
+    return createStringError(
+        formatv("{0} holds no parameter {1} of model '{2}'", path,
+                make_range(missing.begin(), missing.end()), modelName));
+  errs() << formatv("weights: {0} parameters from {1}\n", loaded, path);
+  return Error::success();
 }
 
 /// The exclusive upper bound of integer ids fed to `input`: the rows of the
@@ -235,11 +326,20 @@ int kiln::cli::runRun() {
   SmallVector<interp::Tensor> arguments(forward.getNumArguments());
   for (interp::InitializedParameter &param : *params)
     arguments[param.argumentIndex] = std::move(param.value);
+  if (!runWeights.empty()) {
+    auto modelName =
+        model->module->getOperation()->getAttrOfType<mlir::StringAttr>(
+            graph::GraphDialect::kModelAttr);
+    if (Error error =
+            loadWeights(forward, modelName ? modelName.getValue() : "",
+                        runWeights, arguments))
+      return fail(toString(std::move(error)));
+  }
 
   StringSet<> known;
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
-    auto name =
-        forward.getArgAttrOfType<mlir::StringAttr>(i, graph::GraphDialect::kInputAttr);
+    auto name = forward.getArgAttrOfType<mlir::StringAttr>(
+        i, graph::GraphDialect::kInputAttr);
     if (!name)
       continue;
     known.insert(name.getValue());
@@ -247,11 +347,11 @@ int kiln::cli::runRun() {
     auto file = inputFiles.find(name.getValue());
     if (file == inputFiles.end()) {
       if (!randomInputs)
-        return fail(formatv("missing input '{0}' (shape [{1}]): pass "
-                            "--input {0}=FILE.npy, or --random-inputs",
-                            name.getValue(),
-                            make_range(type.getShape().begin(),
-                                       type.getShape().end())));
+        return fail(formatv(
+            "missing input '{0}' (shape [{1}]): pass "
+            "--input {0}=FILE.npy, or --random-inputs",
+            name.getValue(),
+            make_range(type.getShape().begin(), type.getShape().end())));
       Expected<interp::Tensor> tensor =
           randomInput(forward.getArgument(i), runSeed, /*stream=*/i);
       if (!tensor)
@@ -276,9 +376,9 @@ int kiln::cli::runRun() {
   auto start = std::chrono::steady_clock::now();
   Expected<SmallVector<interp::Tensor>> results =
       interp::runFunction(forward, arguments);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!results) {
     // Errors carry the location of the op that failed, in the model file.
     mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
