@@ -62,6 +62,8 @@ def Graph_TanhOp : Graph_UnaryOp<"tanh", "Elementwise hyperbolic tangent.">;
 def Graph_AbsOp : Graph_UnaryOp<"abs", "Elementwise absolute value.">;
 def Graph_SinOp : Graph_UnaryOp<"sin", "Elementwise sine (radians).">;
 def Graph_CosOp : Graph_UnaryOp<"cos", "Elementwise cosine (radians).">;
+def Graph_ErfOp : Graph_UnaryOp<"erf",
+    "Elementwise error function: 2 / sqrt(pi) * integral of exp(-t^2) from 0 to x.">;
 def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid",
     "Elementwise logistic function: 1 / (1 + exp(-x)).">;
 def Graph_SiluOp : Graph_UnaryOp<"silu",

@@ -74,9 +74,42 @@ static Result emitClamp(ModelEmitter &emitter, const CallArguments &args) {
     value = *low;
   }
   if (args.has("max"))
-    return emitter.emitBinary(ast::BinaryOp::Minimum, args.getCallLoc(),
-                              value, args.get("max"));
+    return emitter.emitBinary(ast::BinaryOp::Minimum, args.getCallLoc(), value,
+                              args.get("max"));
   return value;
+}
+
+/// gelu(x) is GPT-2's tanh approximation (one op, which GEMM epilogues
+/// take); gelu(x, approximate=false) the exact 0.5 x (1 + erf(x / sqrt(2))),
+/// composed of graph ops that fuse into one kernel (JAX's
+/// jax.nn.gelu(approximate=False), PyTorch's nn.GELU()).
+static Result emitGelu(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<bool> approximate = args.boolean("approximate", true);
+  if (failed(approximate))
+    return failure();
+  if (*approximate)
+    return emitUnary<graph::GeluOp>(emitter, args);
+  FailureOr<EvalValue> x = args.floatTensor("x");
+  if (failed(x))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  FailureOr<EvalValue> scaled = emitter.emitBinary(
+      ast::BinaryOp::Mul, loc, *x, EvalValue::ofFloat(M_SQRT1_2, loc));
+  if (failed(scaled))
+    return failure();
+  Result erf =
+      tensorResult(emitOp<graph::ErfOp>(emitter, loc, scaled->tensor), loc);
+  if (failed(erf))
+    return failure();
+  FailureOr<EvalValue> shifted = emitter.emitBinary(
+      ast::BinaryOp::Add, loc, *erf, EvalValue::ofFloat(1.0, loc));
+  if (failed(shifted))
+    return failure();
+  FailureOr<EvalValue> half = emitter.emitBinary(ast::BinaryOp::Mul, loc, *x,
+                                                 EvalValue::ofFloat(0.5, loc));
+  if (failed(half))
+    return failure();
+  return emitter.emitBinary(ast::BinaryOp::Mul, loc, *half, *shifted);
 }
 
 //===----------------------------------------------------------------------===//
@@ -94,12 +127,13 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["abs"] = {{x}, emitUnary<graph::AbsOp>};
     table["sin"] = {{x}, emitUnary<graph::SinOp>};
     table["cos"] = {{x}, emitUnary<graph::CosOp>};
+    table["erf"] = {{x}, emitUnary<graph::ErfOp>};
     table["sigmoid"] = {{x}, emitUnary<graph::SigmoidOp>};
     table["silu"] = {{x}, emitUnary<graph::SiluOp>};
     table["sqrt"] = {{x}, emitUnary<graph::SqrtOp>};
     table["rsqrt"] = {{x}, emitUnary<graph::RsqrtOp>};
     table["relu"] = {{x}, emitUnary<graph::ReluOp>};
-    table["gelu"] = {{x}, emitUnary<graph::GeluOp>};
+    table["gelu"] = {{x, opt("approximate")}, emitGelu};
     table["neg"] = {{x}, emitUnary<graph::NegOp>};
     table["pow"] = {{x, {"y"}}, emitPow};
     table["maximum"] = {{x, {"y"}}, emitExtremum<ast::BinaryOp::Maximum>};

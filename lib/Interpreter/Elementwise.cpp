@@ -45,6 +45,7 @@ static std::function<T(T)> getUnaryFunction(Operation *op) {
       .Case([](graph::AbsOp) -> Fn { return [](T x) { return std::fabs(x); }; })
       .Case([](graph::SinOp) -> Fn { return [](T x) { return std::sin(x); }; })
       .Case([](graph::CosOp) -> Fn { return [](T x) { return std::cos(x); }; })
+      .Case([](graph::ErfOp) -> Fn { return [](T x) { return std::erf(x); }; })
       .Case([](graph::SigmoidOp) -> Fn {
         return [](T x) { return T(1) / (T(1) + std::exp(-x)); };
       })

@@ -160,8 +160,8 @@ llvm::Error Evaluation::evaluate(Operation *op) {
         return bindResult(op, evaluateConstant(c));
       })
       .Case<graph::NegOp, graph::ExpOp, graph::LogOp, graph::TanhOp,
-            graph::AbsOp, graph::SinOp, graph::CosOp, graph::SigmoidOp,
-            graph::SiluOp, graph::SqrtOp, graph::RsqrtOp,
+            graph::AbsOp, graph::SinOp, graph::CosOp, graph::ErfOp,
+            graph::SigmoidOp, graph::SiluOp, graph::SqrtOp, graph::RsqrtOp,
             graph::ReluOp, graph::GeluOp>(
           [&](auto) { return bindResult(op, evaluateUnary(op, in(0))); })
       .Case<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp,
@@ -219,13 +219,12 @@ llvm::Error Evaluation::evaluate(Operation *op) {
       .Case<graph::PadOp, graph::ReluGradOp, graph::GeluGradOp,
             graph::SoftmaxGradOp, graph::LayerNormGradOp,
             graph::ReduceMaxGradOp, graph::AttentionGradOp,
-            graph::CrossEntropyGradOp, graph::EmbeddingGradOp>(
-          [&](auto) {
-            return bindResults(op, evaluateGradOp(op, operandTensors(op)));
-          })
+            graph::CrossEntropyGradOp, graph::EmbeddingGradOp>([&](auto) {
+        return bindResults(op, evaluateGradOp(op, operandTensors(op)));
+      })
       .Case<graph::LrScheduleOp, graph::GlobalNormOp, graph::ClipScaleOp,
-            graph::LossScaleUpdateOp, graph::SgdUpdateOp, graph::MomentumUpdateOp,
-            graph::AdamWUpdateOp>([&](auto) {
+            graph::LossScaleUpdateOp, graph::SgdUpdateOp,
+            graph::MomentumUpdateOp, graph::AdamWUpdateOp>([&](auto) {
         return bindResults(op, evaluateOptimizerOp(op, operandTensors(op)));
       })
       .Case([&](graph::FusionOp fusion) -> llvm::Error {

@@ -332,11 +332,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         unary("neg"), unary("exp"), unary("log", kPositive), unary("tanh"),
         unary("sigmoid"), unary("silu"), unary("abs"), unary("sin"),
-        unary("cos"),
-        unary("sqrt", kPositive), unary("rsqrt", kPositive), unary("relu"),
-        unary("gelu"), binary("add"), binary("sub"), binary("mul"),
-        binary("div", "", kPositive), binary("pow", kPositive),
-        binary("maximum"), binary("minimum"),
+        unary("cos"), unary("erf"), unary("sqrt", kPositive),
+        unary("rsqrt", kPositive), unary("relu"), unary("gelu"), binary("add"),
+        binary("sub"), binary("mul"), binary("div", "", kPositive),
+        binary("pow", kPositive), binary("maximum"), binary("minimum"),
         // A tie everywhere: each operand gets half, the input all of it.
         OpCase{"maximum_same_value_twice",
                {{"x", "3x4"}},

@@ -79,7 +79,7 @@ static const OpCase kOpCases[] = {
     UNARY("tanh", -3.0), UNARY("sqrt", 0.0), UNARY("rsqrt", 0.05),
     UNARY("relu", -3.0), UNARY("gelu", -3.0), UNARY("sigmoid", -3.0),
     UNARY("silu", -3.0), UNARY("abs", -3.0), UNARY("sin", -3.0),
-    UNARY("cos", -3.0),
+    UNARY("cos", -3.0), UNARY("erf", -3.0),
 #undef UNARY
 #define BINARY(OP, LOW)                                                        \
   OpCase{OP,                                                                   \

@@ -105,6 +105,7 @@ void kiln::populateElementwiseToKernelPatterns(
   patterns.add<ElementwiseToKernel<graph::AbsOp>>();
   patterns.add<ElementwiseToKernel<graph::SinOp>>();
   patterns.add<ElementwiseToKernel<graph::CosOp>>();
+  patterns.add<ElementwiseToKernel<graph::ErfOp>>();
   patterns.add<ElementwiseToKernel<graph::SigmoidOp>>();
   patterns.add<ElementwiseToKernel<graph::SiluOp>>();
   patterns.add<ElementwiseToKernel<graph::SqrtOp>>();

@@ -27,7 +27,8 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // CHECK: %[[ABS:.*]] = graph.abs %[[SILU]] : tensor<4x8xf32>
   // CHECK: %[[SIN:.*]] = graph.sin %[[ABS]] : tensor<4x8xf32>
   // CHECK: %[[COS:.*]] = graph.cos %[[SIN]] : tensor<4x8xf32>
-  // CHECK: return %[[COS]]
+  // CHECK: %[[ERF:.*]] = graph.erf %[[COS]] : tensor<4x8xf32>
+  // CHECK: return %[[ERF]]
   %0 = graph.neg %x : tensor<4x8xf32>
   %1 = graph.exp %0 : tensor<4x8xf32>
   %2 = graph.log %1 : tensor<4x8xf32>
@@ -41,7 +42,8 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %10 = graph.abs %9 : tensor<4x8xf32>
   %11 = graph.sin %10 : tensor<4x8xf32>
   %12 = graph.cos %11 : tensor<4x8xf32>
-  return %12 : tensor<4x8xf32>
+  %13 = graph.erf %12 : tensor<4x8xf32>
+  return %13 : tensor<4x8xf32>
 }
 
 // CHECK-LABEL: func.func @binary

@@ -6,7 +6,7 @@
 // FLOP-counting convention:
 // - One FLOP per arithmetic operation on one element: add, subtract,
 //   multiply, divide, compare (max), negate. A multiply-add is two FLOPs. A
-//   transcendental (exp, log, tanh, sin, cos, sqrt, rsqrt, pow) counts as
+//   transcendental (exp, log, tanh, sin, cos, erf, sqrt, rsqrt, pow) counts as
 //   one, as does an absolute value.
 // - Sigmoid: 4 per element (negate, exp, add, divide); SiLU 5 (and x *).
 // - Matmul: 2 * M * N * K per matrix, times the broadcast batch size.
@@ -96,6 +96,7 @@ KILN_ONE_FLOP_PER_ELEMENT(TanhOp)
 KILN_ONE_FLOP_PER_ELEMENT(AbsOp)
 KILN_ONE_FLOP_PER_ELEMENT(SinOp)
 KILN_ONE_FLOP_PER_ELEMENT(CosOp)
+KILN_ONE_FLOP_PER_ELEMENT(ErfOp)
 KILN_ONE_FLOP_PER_ELEMENT(SqrtOp)
 KILN_ONE_FLOP_PER_ELEMENT(RsqrtOp)
 KILN_ONE_FLOP_PER_ELEMENT(ReluOp)

@@ -1,4 +1,5 @@
-//===- GraphFusible.cpp - FusibleOpInterface of the graph ops --------------===//
+//===- GraphFusible.cpp - FusibleOpInterface of the graph ops
+//--------------===//
 //
 // Part of Kiln. Index maps and scalar formulas of the ops that --graph-fuse
 // may put into one kernel. The formulas follow the reference interpreter
@@ -64,6 +65,7 @@ KILN_IDENTITY_MAPS(TanhOp)
 KILN_IDENTITY_MAPS(AbsOp)
 KILN_IDENTITY_MAPS(SinOp)
 KILN_IDENTITY_MAPS(CosOp)
+KILN_IDENTITY_MAPS(ErfOp)
 KILN_IDENTITY_MAPS(SigmoidOp)
 KILN_IDENTITY_MAPS(SiluOp)
 KILN_IDENTITY_MAPS(SqrtOp)
@@ -86,8 +88,7 @@ KILN_IDENTITY_MAPS(GeluGradOp)
 /// costs about as much as ten arithmetic operations.
 static constexpr int64_t kMathFunctionFlops = 10;
 
-Value NegOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                         ValueRange in) {
+Value NegOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   return arith::NegFOp::create(b, loc, in[0]);
 }
 int64_t NegOp::getFlopsPerElement() { return 1; }
@@ -102,8 +103,7 @@ Value LogOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
 }
 int64_t LogOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
-Value TanhOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                          ValueRange in) {
+Value TanhOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   return math::TanhOp::create(b, loc, in[0]);
 }
 int64_t TanhOp::getFlopsPerElement() { return kMathFunctionFlops; }
@@ -123,11 +123,16 @@ Value CosOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
 }
 int64_t CosOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
+Value ErfOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
+  return math::ErfOp::create(b, loc, in[0]);
+}
+int64_t ErfOp::getFlopsPerElement() { return kMathFunctionFlops; }
+
 /// 1 / (1 + exp(-x)): exp(-x) overflows to inf for x below about -88 (f32),
 /// which gives exactly 0, and underflows to 0 above, which gives 1.
 static Value buildSigmoid(OpBuilder &b, Location loc, Value x) {
-  Value one = arith::ConstantOp::create(
-      b, loc, x.getType(), b.getFloatAttr(x.getType(), 1.0));
+  Value one = arith::ConstantOp::create(b, loc, x.getType(),
+                                        b.getFloatAttr(x.getType(), 1.0));
   Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
   return arith::DivFOp::create(b, loc, one,
                                arith::AddFOp::create(b, loc, one, e));
@@ -139,14 +144,12 @@ Value SigmoidOp::buildScalar(OpBuilder &b, Location loc, unsigned,
 }
 int64_t SigmoidOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
-Value SiluOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                          ValueRange in) {
+Value SiluOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   return arith::MulFOp::create(b, loc, in[0], buildSigmoid(b, loc, in[0]));
 }
 int64_t SiluOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
-Value SqrtOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                          ValueRange in) {
+Value SqrtOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   return math::SqrtOp::create(b, loc, in[0]);
 }
 int64_t SqrtOp::getFlopsPerElement() { return kMathFunctionFlops; }
@@ -160,25 +163,22 @@ Value RsqrtOp::buildScalar(OpBuilder &b, Location loc, unsigned,
 int64_t RsqrtOp::getFlopsPerElement() { return kMathFunctionFlops; }
 
 /// NaN or positive: x; otherwise 0 (NaN propagates).
-Value ReluOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                          ValueRange in) {
+Value ReluOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   Scalar f{b, loc, in[0].getType()};
-  Value keep = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGT, in[0],
-                                     f.c(0.0));
+  Value keep =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGT, in[0], f.c(0.0));
   return arith::SelectOp::create(b, loc, keep, in[0], f.c(0.0));
 }
 int64_t ReluOp::getFlopsPerElement() { return 1; }
 
 /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in this order.
-Value GeluOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                          ValueRange in) {
+Value GeluOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   Scalar f{b, loc, in[0].getType()};
   Value x = in[0];
   Value cube = f.mul(f.mul(f.mul(f.c(0.044715), x), x), x);
   Value inner = f.mul(f.c(0.7978845608028654), f.add(x, cube));
   Value halfX = f.mul(f.c(0.5), x);
-  return f.mul(halfX,
-               f.add(f.c(1.0), math::TanhOp::create(b, loc, inner)));
+  return f.mul(halfX, f.add(f.c(1.0), math::TanhOp::create(b, loc, inner)));
 }
 int64_t GeluOp::getFlopsPerElement() { return 7 + kMathFunctionFlops; }
 
@@ -222,8 +222,7 @@ int64_t MinimumOp::getFlopsPerElement() { return 1; }
 
 /// Float to float rounds to nearest even, float to integer truncates toward
 /// zero, integer to float rounds, i64 to i32 wraps, i32 to i64 extends.
-Value CastOp::buildScalar(OpBuilder &b, Location loc, unsigned,
-                          ValueRange in) {
+Value CastOp::buildScalar(OpBuilder &b, Location loc, unsigned, ValueRange in) {
   // From the element as given (a kernel may hand a 16-bit float's element
   // over widened to f32): the same conversion, as the types ask.
   Value x = in[0];
@@ -266,10 +265,11 @@ Value GeluGradOp::buildScalar(OpBuilder &b, Location loc, unsigned,
   Value sqrtTwoOverPi = f.c(std::sqrt(2.0 / M_PI)), a = f.c(0.044715);
   Value cube = f.mul(f.mul(f.mul(a, x), x), x);
   Value t = math::TanhOp::create(b, loc, f.mul(sqrtTwoOverPi, f.add(x, cube)));
-  Value du =
-      f.mul(sqrtTwoOverPi, f.add(f.c(1.0), f.mul(f.mul(f.mul(f.c(3.0), a), x), x)));
+  Value du = f.mul(sqrtTwoOverPi,
+                   f.add(f.c(1.0), f.mul(f.mul(f.mul(f.c(3.0), a), x), x)));
   Value left = f.mul(f.c(0.5), f.add(f.c(1.0), t));
-  Value right = f.mul(f.mul(f.mul(f.c(0.5), x), f.sub(f.c(1.0), f.mul(t, t))), du);
+  Value right =
+      f.mul(f.mul(f.mul(f.c(0.5), x), f.sub(f.c(1.0), f.mul(t, t))), du);
   return f.mul(dy, f.add(left, right));
 }
 int64_t GeluGradOp::getFlopsPerElement() { return 18 + kMathFunctionFlops; }

@@ -72,9 +72,9 @@ LogicalResult AbsOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   Type type = getType();
   Value positive =
       ReluGradOp::create(builder, loc, type, cotangents[0], getInput());
-  Value negative = ReluGradOp::create(
-      builder, loc, type, cotangents[0],
-      NegOp::create(builder, loc, type, getInput()));
+  Value negative =
+      ReluGradOp::create(builder, loc, type, cotangents[0],
+                         NegOp::create(builder, loc, type, getInput()));
   operandCotangents.push_back(
       SubOp::create(builder, loc, type, positive, negative));
   return success();
@@ -88,6 +88,22 @@ LogicalResult SinOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   operandCotangents.push_back(
       MulOp::create(builder, loc, type, cotangents[0],
                     CosOp::create(builder, loc, type, getInput())));
+  return success();
+}
+
+LogicalResult ErfOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
+                              SmallVectorImpl<Value> &operandCotangents) {
+  // d erf(x) = 2 / sqrt(pi) exp(-x^2).
+  Location loc = getLoc();
+  auto type = cast<RankedTensorType>(getType());
+  Value x = getInput();
+  Value square = MulOp::create(builder, loc, type, x, x);
+  Value bell = ExpOp::create(builder, loc, type,
+                             NegOp::create(builder, loc, type, square));
+  Value factor = buildSplat(builder, loc, type, 2.0 / std::sqrt(M_PI));
+  operandCotangents.push_back(
+      MulOp::create(builder, loc, type, cotangents[0],
+                    MulOp::create(builder, loc, type, factor, bell)));
   return success();
 }
 
@@ -110,9 +126,9 @@ LogicalResult SigmoidOp::buildVJP(OpBuilder &builder,
   Location loc = getLoc();
   Type type = getType();
   Value one = buildSplat(builder, loc, getType(), 1.0);
-  Value slope = MulOp::create(builder, loc, type, getResult(),
-                              SubOp::create(builder, loc, type, one,
-                                            getResult()));
+  Value slope =
+      MulOp::create(builder, loc, type, getResult(),
+                    SubOp::create(builder, loc, type, one, getResult()));
   operandCotangents.push_back(
       MulOp::create(builder, loc, type, cotangents[0], slope));
   return success();
@@ -125,10 +141,10 @@ LogicalResult SiluOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   Type type = getType();
   Value s = SigmoidOp::create(builder, loc, type, getInput());
   Value one = buildSplat(builder, loc, getType(), 1.0);
-  Value inner = AddOp::create(
-      builder, loc, type, one,
-      MulOp::create(builder, loc, type, getInput(),
-                    SubOp::create(builder, loc, type, one, s)));
+  Value inner =
+      AddOp::create(builder, loc, type, one,
+                    MulOp::create(builder, loc, type, getInput(),
+                                  SubOp::create(builder, loc, type, one, s)));
   Value slope = MulOp::create(builder, loc, type, s, inner);
   operandCotangents.push_back(
       MulOp::create(builder, loc, type, cotangents[0], slope));
@@ -244,12 +260,12 @@ static void buildExtremumVJP(OpBuilder &builder, Location loc, Type type,
   Value lhsAbove = ReluGradOp::create(builder, loc, type, dy, difference);
   Value rhsAbove = ReluGradOp::create(
       builder, loc, type, dy, NegOp::create(builder, loc, type, difference));
-  Value tie = SubOp::create(builder, loc, type,
-                            SubOp::create(builder, loc, type, dy, lhsAbove),
-                            rhsAbove);
-  Value half = MulOp::create(builder, loc, type, tie,
-                             buildSplat(builder, loc,
-                                        cast<RankedTensorType>(type), 0.5));
+  Value tie =
+      SubOp::create(builder, loc, type,
+                    SubOp::create(builder, loc, type, dy, lhsAbove), rhsAbove);
+  Value half = MulOp::create(
+      builder, loc, type, tie,
+      buildSplat(builder, loc, cast<RankedTensorType>(type), 0.5));
   Value lhsWins = isMinimum ? rhsAbove : lhsAbove;
   Value rhsWins = isMinimum ? lhsAbove : rhsAbove;
   operandCotangents.push_back(AddOp::create(builder, loc, type, lhsWins, half));
