@@ -318,6 +318,40 @@ def Graph_EmbeddingOp : Graph_Op<"embedding", [Pure, Graph_LowPrecisionCompute,
   let hasVerifier = 1;
 }
 
+def Graph_ArgmaxOp : Graph_Op<"argmax", [Pure,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+  let summary = "The index of the largest element along one axis.";
+  let description = [{
+    The result drops `axis`. Ties go to the first index, and a NaN counts
+    as the largest (the first NaN wins): NumPy's and JAX's rule. The result
+    is an integer, so nothing differentiates through it.
+    ```mlir
+    %i = graph.argmax %x {axis = 1 : i64} : tensor<4x8xf32> -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Graph_IndexTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_OneHotOp : Graph_Op<"one_hot", [Pure,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
+  let summary = "Rows of the identity picked by integer ids: `ids.shape + [classes]`.";
+  let description = [{
+    `result[..., c]` is 1 where `ids[...] == c`, else 0; `classes` is the
+    result's last dim. An id outside `[0, classes)` gives a row of zeros
+    (JAX's `one_hot`). Not differentiable in its ids (integers).
+    ```mlir
+    %h = graph.one_hot %y : tensor<32xi32> -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_IndexTensor:$ids);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$ids attr-dict `:` type($ids) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Graph_LayerNormOp : Graph_Op<"layer_norm", [Graph_FullPrecisionCompute, Pure,
     AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,

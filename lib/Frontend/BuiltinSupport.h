@@ -66,6 +66,9 @@ Result emitAttention(ModelEmitter &emitter, const CallArguments &args);
 Result emitCrossEntropy(ModelEmitter &emitter, const CallArguments &args);
 Result emitDropout(ModelEmitter &emitter, const CallArguments &args);
 Result emitCast(ModelEmitter &emitter, const CallArguments &args);
+Result emitArgmax(ModelEmitter &emitter, const CallArguments &args);
+Result emitOneHot(ModelEmitter &emitter, const CallArguments &args);
+Result emitArange(ModelEmitter &emitter, const CallArguments &args);
 
 } // namespace kiln::frontend::builtins
 

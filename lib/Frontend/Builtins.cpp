@@ -165,6 +165,9 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
                               emitCrossEntropy};
     table["dropout"] = {{x, opt("rate")}, emitDropout};
     table["cast"] = {{x, {"type"}}, emitCast};
+    table["argmax"] = {{x, opt("axis")}, emitArgmax};
+    table["one_hot"] = {{{"ids"}, {"classes"}}, emitOneHot};
+    table["arange"] = {{{"n"}}, emitArange};
     return table;
   }();
   return builtins;

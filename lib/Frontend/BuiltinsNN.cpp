@@ -89,14 +89,14 @@ static Result emitMeanOfSquares(ModelEmitter &emitter, SMLoc loc,
   if (failed(shape))
     return emitter.error(loc, message);
   OpBuilder &builder = emitter.getBuilder();
-  return tensorResult(
-      emitOp<graph::ReduceOp>(
-          emitter, loc, tensorType(*shape, elementTypeOf(value)),
-          graph::ReduceKindAttr::get(&emitter.getContext(),
-                                     graph::ReduceKind::Mean),
-          squares->tensor, builder.getDenseI64ArrayAttr(axes),
-          keepdims ? builder.getUnitAttr() : UnitAttr()),
-      loc);
+  return tensorResult(emitOp<graph::ReduceOp>(
+                          emitter, loc,
+                          tensorType(*shape, elementTypeOf(value)),
+                          graph::ReduceKindAttr::get(&emitter.getContext(),
+                                                     graph::ReduceKind::Mean),
+                          squares->tensor, builder.getDenseI64ArrayAttr(axes),
+                          keepdims ? builder.getUnitAttr() : UnitAttr()),
+                      loc);
 }
 
 /// x * rsqrt(mean(x * x over the last dim) + eps) * gamma (LLaMA's RMSNorm),
@@ -116,8 +116,8 @@ Result builtins::emitRmsNorm(ModelEmitter &emitter, const CallArguments &args) {
     return shapeError(emitter, loc, "rms_norm",
                       "x and gamma differ in element type",
                       {{"x", *x}, {"gamma", *g}});
-  if (shape.empty() || g->getTensorType().getShape() !=
-                           ArrayRef<int64_t>(shape.back()))
+  if (shape.empty() ||
+      g->getTensorType().getShape() != ArrayRef<int64_t>(shape.back()))
     return shapeError(emitter, loc, "rms_norm",
                       "gamma must be a vector of x's last dim",
                       {{"x", *x}, {"gamma", *g}});
@@ -130,8 +130,8 @@ Result builtins::emitRmsNorm(ModelEmitter &emitter, const CallArguments &args) {
       ast::BinaryOp::Add, loc, *meanSquare, EvalValue::ofFloat(*eps, loc));
   if (failed(shifted))
     return failure();
-  Result inverse = tensorResult(
-      emitOp<graph::RsqrtOp>(emitter, loc, shifted->tensor), loc);
+  Result inverse =
+      tensorResult(emitOp<graph::RsqrtOp>(emitter, loc, shifted->tensor), loc);
   if (failed(inverse))
     return failure();
   FailureOr<EvalValue> normalized =
@@ -300,4 +300,77 @@ Result builtins::emitCast(ModelEmitter &emitter, const CallArguments &args) {
                             tensorType(x->getTensorType().getShape(), type),
                             x->tensor),
       args.getCallLoc());
+}
+
+/// argmax(x, axis=-1): the first index of the largest element along the
+/// axis (a NaN counts as the largest), as i32; the axis is dropped.
+Result builtins::emitArgmax(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> x = args.floatTensor("x");
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> shape = x->getTensorType().getShape();
+  FailureOr<int64_t> axis =
+      userAxis(emitter, args, "axis", -1, static_cast<int64_t>(shape.size()));
+  if (failed(axis))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (shape[*axis] == 0)
+    return shapeError(emitter, loc, "argmax",
+                      "axis " + std::to_string(*axis) +
+                          " is empty: no largest element",
+                      {{"x", *x}});
+  SmallVector<int64_t> result(shape);
+  result.erase(result.begin() + *axis);
+  OpBuilder &builder = emitter.getBuilder();
+  return tensorResult(
+      emitOp<graph::ArgmaxOp>(emitter, loc,
+                              tensorType(result, builder.getI32Type()),
+                              x->tensor, builder.getI64IntegerAttr(*axis)),
+      loc);
+}
+
+/// one_hot(ids, classes): f32 rows of the identity, ids.shape + [classes];
+/// an id outside [0, classes) gives zeros (JAX's one_hot).
+Result builtins::emitOneHot(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> ids = args.tensor("ids");
+  FailureOr<int64_t> classes = args.integer("classes");
+  if (failed(ids) || failed(classes))
+    return failure();
+  if (!elementTypeOf(*ids).isInteger(32) && !elementTypeOf(*ids).isInteger(64))
+    return shapeError(emitter, args.getLoc("ids"), "one_hot",
+                      "ids must be i32 or i64, got " + ids->describe(),
+                      {{"ids", *ids}});
+  if (*classes < 1)
+    return emitter.error(args.getLoc("classes"),
+                         "one_hot needs at least one class, got " +
+                             std::to_string(*classes));
+  SMLoc loc = args.getCallLoc();
+  SmallVector<int64_t> shape(ids->getTensorType().getShape());
+  shape.push_back(*classes);
+  return tensorResult(emitOp<graph::OneHotOp>(
+                          emitter, loc,
+                          tensorType(shape, emitter.getBuilder().getF32Type()),
+                          ids->tensor),
+                      loc);
+}
+
+/// arange(n): the i32 vector 0, 1, ..., n - 1 (a constant; cast it for
+/// floats: cast(arange(T), f32)).
+Result builtins::emitArange(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<int64_t> n = args.integer("n");
+  if (failed(n))
+    return failure();
+  if (*n < 1 || *n > std::numeric_limits<int32_t>::max())
+    return emitter.error(args.getLoc("n"), "arange needs 1 <= n < 2^31, got " +
+                                               std::to_string(*n));
+  SmallVector<int32_t> values(*n);
+  for (int64_t i = 0; i < *n; ++i)
+    values[i] = static_cast<int32_t>(i);
+  auto type = tensorType({*n}, emitter.getBuilder().getI32Type());
+  SMLoc loc = args.getCallLoc();
+  return tensorResult(
+      emitOp<graph::ConstantOp>(
+          emitter, loc,
+          DenseElementsAttr::get(type, ArrayRef<int32_t>(values))),
+      loc);
 }

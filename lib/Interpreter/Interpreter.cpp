@@ -198,6 +198,12 @@ llvm::Error Evaluation::evaluate(Operation *op) {
       .Case([&](graph::EmbeddingOp e) {
         return bindResult(op, evaluateEmbedding(e, in(0), in(1)));
       })
+      .Case([&](graph::ArgmaxOp a) {
+        return bindResult(op, evaluateArgmax(a, in(0)));
+      })
+      .Case([&](graph::OneHotOp h) {
+        return bindResult(op, evaluateOneHot(h, in(0)));
+      })
       .Case([&](graph::LayerNormOp l) {
         return bindResult(op, evaluateLayerNorm(l, in(0), in(1), in(2)));
       })

@@ -52,6 +52,57 @@ llvm::Expected<Tensor> eval::evaluateEmbedding(graph::EmbeddingOp op,
 }
 
 //===----------------------------------------------------------------------===//
+// argmax, one_hot
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<Tensor> eval::evaluateArgmax(graph::ArgmaxOp op,
+                                            const Tensor &input) {
+  llvm::Expected<Tensor> result = makeResult(op);
+  if (!result)
+    return result.takeError();
+  if (llvm::Error err = requireFloat(op, input, "input"))
+    return std::move(err);
+  llvm::ArrayRef<int64_t> shape = input.getShape();
+  int64_t axis = op.getAxis();
+  int64_t outer = 1, inner = 1, count = shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
+    inner *= shape[d];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      // The first largest; a NaN is larger than everything, the first wins.
+      int64_t best = 0;
+      double bestValue = input.getDouble(o * count * inner + i);
+      for (int64_t k = 1; k < count && !std::isnan(bestValue); ++k) {
+        double value = input.getDouble((o * count + k) * inner + i);
+        if (std::isnan(value) || value > bestValue) {
+          best = k;
+          bestValue = value;
+        }
+      }
+      result->setInt(o * inner + i, best);
+    }
+  return result;
+}
+
+llvm::Expected<Tensor> eval::evaluateOneHot(graph::OneHotOp op,
+                                            const Tensor &ids) {
+  llvm::Expected<Tensor> result = makeResult(op);
+  if (!result)
+    return result.takeError();
+  if (isFloat(ids.getElementType()))
+    return makeOpError(op, "ids must be integers, got " + ids.getTypeString());
+  int64_t classes = result->getShape().back();
+  for (int64_t n = 0, e = ids.getNumElements(); n < e; ++n) {
+    int64_t id = ids.getInt(n);
+    for (int64_t c = 0; c < classes; ++c)
+      result->setDouble(n * classes + c, id == c ? 1.0 : 0.0);
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
 // layer_norm
 //===----------------------------------------------------------------------===//
 

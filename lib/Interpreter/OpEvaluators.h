@@ -96,6 +96,8 @@ llvm::Expected<Tensor> evaluateLayerNorm(graph::LayerNormOp op,
                                          const Tensor &input,
                                          const Tensor &gamma,
                                          const Tensor &beta);
+llvm::Expected<Tensor> evaluateArgmax(graph::ArgmaxOp op, const Tensor &input);
+llvm::Expected<Tensor> evaluateOneHot(graph::OneHotOp op, const Tensor &ids);
 llvm::Expected<Tensor> evaluateSoftmax(graph::SoftmaxOp op,
                                        const Tensor &input);
 llvm::Expected<Tensor> evaluateCrossEntropy(graph::CrossEntropyOp op,

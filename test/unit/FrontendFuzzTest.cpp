@@ -333,7 +333,7 @@ bool isBlank(const std::string &token) {
 const char *const kWords[] = {
     // Keywords and builtins of the language.
     "fn", "model", "train", "param", "input", "output", "dim", "for", "in",
-    "return", "true", "false", "batch", "relu", "gelu", "tanh", "exp", "log", "sigmoid", "silu", "abs", "sin", "cos", "erf", "maximum", "minimum", "clamp", "rms_norm", "mse",
+    "return", "true", "false", "batch", "relu", "gelu", "tanh", "exp", "log", "sigmoid", "silu", "abs", "sin", "cos", "erf", "argmax", "one_hot", "arange", "maximum", "minimum", "clamp", "rms_norm", "mse",
     "sqrt", "rsqrt", "neg", "pow", "matmul", "transpose", "reshape",
     "broadcast", "sum", "max", "mean", "slice", "concat", "split", "heads",
     "merge_heads", "embed", "layer_norm", "softmax", "attention",

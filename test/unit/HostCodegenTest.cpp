@@ -157,6 +157,28 @@ static const OpCase kOpCases[] = {
      "  %f = graph.embedding %t, %j : tensor<11x6x$T>, tensor<5xi64> -> tensor<5x6x$T>\n"
      "  return %e, %f : tensor<3x4x6x$T>, tensor<5x6x$T>\n}",
      {{"i", {0, 11}}, {"j", {0, 11}}}},
+    // Ties (rows of relu's zeros: the first index) and NaNs (log of a
+    // negative: the first NaN) along the last axis and a middle one.
+    {"argmax",
+     "func.func @forward(" ARG("x", "tensor<3x4x9x$T>") ") -> "
+     "(tensor<3x4xi32> {graph.output = \"last\"}, tensor<3x9xi64> {graph.output = \"middle\"}, "
+     "tensor<3x4xi32> {graph.output = \"ties\"}, tensor<3x4xi32> {graph.output = \"nans\"}) {\n"
+     "  %0 = graph.argmax %x {axis = 2 : i64} : tensor<3x4x9x$T> -> tensor<3x4xi32>\n"
+     "  %1 = graph.argmax %x {axis = 1 : i64} : tensor<3x4x9x$T> -> tensor<3x9xi64>\n"
+     "  %r = graph.relu %x : tensor<3x4x9x$T>\n"
+     "  %2 = graph.argmax %r {axis = 2 : i64} : tensor<3x4x9x$T> -> tensor<3x4xi32>\n"
+     "  %l = graph.log %x : tensor<3x4x9x$T>\n"
+     "  %3 = graph.argmax %l {axis = 2 : i64} : tensor<3x4x9x$T> -> tensor<3x4xi32>\n"
+     "  return %0, %1, %2, %3 : tensor<3x4xi32>, tensor<3x9xi64>, tensor<3x4xi32>, tensor<3x4xi32>\n}",
+     {{"x", {-8.0, 1.0}}}},
+    // Ids past both ends of the classes: rows of zeros.
+    {"one_hot",
+     "func.func @forward(" ARG("i", "tensor<3x4xi32>") ", " ARG("j", "tensor<5xi64>") ") -> "
+     "(tensor<3x4x7x$T> {graph.output = \"h\"}, tensor<5x3x$T> {graph.output = \"g\"}) {\n"
+     "  %h = graph.one_hot %i : tensor<3x4xi32> -> tensor<3x4x7x$T>\n"
+     "  %g = graph.one_hot %j : tensor<5xi64> -> tensor<5x3x$T>\n"
+     "  return %h, %g : tensor<3x4x7x$T>, tensor<5x3x$T>\n}",
+     {{"i", {-2, 9}}, {"j", {0, 3}}}},
     {"layer_norm",
      "func.func @forward(" ARG("x", "tensor<4x3x16x$T>") ", " ARG("g", "tensor<16x$T>") ", " ARG("b", "tensor<16x$T>") ") -> "
      "(tensor<4x3x16x$T> {graph.output = \"y\"}) {\n"

@@ -1,4 +1,5 @@
-//===- NNToKernel.cpp - Neural-network graph ops to row kernels ------------===//
+//===- NNToKernel.cpp - Neural-network graph ops to row kernels
+//------------===//
 //
 // Part of Kiln. embedding, layer_norm, softmax and cross_entropy as row
 // templates: one parallel iteration per row (or per gathered id), the row's
@@ -41,38 +42,148 @@ struct EmbeddingToKernel : OpToKernelPattern<graph::EmbeddingOp> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, count, width,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, count, [&](OpBuilder &b, Location loc,
-                                             Value n) {
-            Value id = toI64(b, loc, memref::LoadOp::create(b, loc, args[1], n));
-            auto ifOp = scf::IfOp::create(b, loc, isOutside(b, loc, id, vocab),
-                                          /*withElseRegion=*/true);
-            {
-              OpBuilder::InsertionGuard guard(b);
-              b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-              kb::recordStatus(b, loc, args[3], KernelStatus::BadEmbeddingId,
-                               id);
-              Value zero = kb::floatConst(b, loc, elementType, 0.0);
-              kb::forLoop(b, loc, width, {},
-                          [&](OpBuilder &b, Location loc, Value d,
-                              ValueRange) -> SmallVector<Value> {
-                            memref::StoreOp::create(b, loc, zero, args[2],
-                                                    ValueRange{n, d});
-                            return {};
-                          });
-              b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-              Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                                     id);
-              kb::forLoop(b, loc, width, {},
-                          [&](OpBuilder &b, Location loc, Value d,
-                              ValueRange) -> SmallVector<Value> {
-                            Value x = memref::LoadOp::create(
-                                b, loc, args[0], ValueRange{row, d});
-                            memref::StoreOp::create(b, loc, x, args[2],
-                                                    ValueRange{n, d});
-                            return {};
-                          });
-            }
-          });
+          kb::parallelFor(
+              b, loc, count, [&](OpBuilder &b, Location loc, Value n) {
+                Value id =
+                    toI64(b, loc, memref::LoadOp::create(b, loc, args[1], n));
+                auto ifOp =
+                    scf::IfOp::create(b, loc, isOutside(b, loc, id, vocab),
+                                      /*withElseRegion=*/true);
+                {
+                  OpBuilder::InsertionGuard guard(b);
+                  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                  kb::recordStatus(b, loc, args[3],
+                                   KernelStatus::BadEmbeddingId, id);
+                  Value zero = kb::floatConst(b, loc, elementType, 0.0);
+                  kb::forLoop(b, loc, width, {},
+                              [&](OpBuilder &b, Location loc, Value d,
+                                  ValueRange) -> SmallVector<Value> {
+                                memref::StoreOp::create(b, loc, zero, args[2],
+                                                        ValueRange{n, d});
+                                return {};
+                              });
+                  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+                  Value row =
+                      arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+                  kb::forLoop(b, loc, width, {},
+                              [&](OpBuilder &b, Location loc, Value d,
+                                  ValueRange) -> SmallVector<Value> {
+                                Value x = memref::LoadOp::create(
+                                    b, loc, args[0], ValueRange{row, d});
+                                memref::StoreOp::create(b, loc, x, args[2],
+                                                        ValueRange{n, d});
+                                return {};
+                              });
+                }
+              });
+        });
+    lowering.bind(op.getResult(), result);
+    return success();
+  }
+};
+
+/// A parallel iteration per result element: the first largest along the
+/// axis, a NaN counting as the largest (graph.argmax).
+struct ArgmaxToKernel : OpToKernelPattern<graph::ArgmaxOp> {
+  LogicalResult lowerOp(graph::ArgmaxOp op,
+                        KernelLowering &lowering) const override {
+    ArrayRef<int64_t> shape = op.getInput().getType().getShape();
+    int64_t axis = op.getAxis();
+    int64_t outer = 1, inner = 1, count = shape[axis];
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
+      inner *= shape[d];
+    Type indexType = op.getType().getElementType();
+    Value result = lowering.allocateResult(op.getResult());
+    Value buffers[] = {
+        lowering.view(lowering.lookup(op.getInput()), {outer, count, inner}),
+        lowering.view(result, {outer, inner})};
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(), buffers, outer * inner,
+        count, [&](OpBuilder &b, Location loc, ValueRange args) {
+          kb::parallelFor(
+              b, loc, outer * inner, [&](OpBuilder &b, Location loc, Value n) {
+                Value o =
+                    arith::DivUIOp::create(b, loc, n, kb::index(b, loc, inner));
+                Value i =
+                    arith::RemUIOp::create(b, loc, n, kb::index(b, loc, inner));
+                auto at = [&](OpBuilder &b, Location loc, Value k) {
+                  return kb::widen(b, loc,
+                                   memref::LoadOp::create(b, loc, args[0],
+                                                          ValueRange{o, k, i}));
+                };
+                Value zero = kb::index(b, loc, 0);
+                SmallVector<Value> best = kb::forLoop(
+                    b, loc, kb::index(b, loc, 1), kb::index(b, loc, count),
+                    {zero, at(b, loc, zero)},
+                    [&](OpBuilder &b, Location loc, Value k,
+                        ValueRange carried) -> SmallVector<Value> {
+                      Value value = at(b, loc, k);
+                      // Once the best is a NaN it stays; a NaN or a larger
+                      // value takes over.
+                      Value bestIsNan = arith::CmpFOp::create(
+                          b, loc, arith::CmpFPredicate::UNO, carried[1],
+                          carried[1]);
+                      Value takes = arith::CmpFOp::create(
+                          b, loc, arith::CmpFPredicate::UGT, value, carried[1]);
+                      Value notNan =
+                          arith::XOrIOp::create(b, loc, bestIsNan,
+                                                arith::ConstantIntOp::create(
+                                                    b, loc, b.getI1Type(), 1));
+                      Value better =
+                          arith::AndIOp::create(b, loc, notNan, takes);
+                      return {arith::SelectOp::create(b, loc, better, k,
+                                                      carried[0]),
+                              arith::SelectOp::create(b, loc, better, value,
+                                                      carried[1])};
+                    });
+                memref::StoreOp::create(
+                    b, loc,
+                    arith::IndexCastOp::create(b, loc, indexType, best[0]),
+                    args[1], ValueRange{o, i});
+              });
+        });
+    lowering.bind(op.getResult(), result);
+    return success();
+  }
+};
+
+/// A parallel iteration per id: its row of zeros with a one at the id
+/// (none for an id outside the classes).
+struct OneHotToKernel : OpToKernelPattern<graph::OneHotOp> {
+  LogicalResult lowerOp(graph::OneHotOp op,
+                        KernelLowering &lowering) const override {
+    int64_t count = op.getIds().getType().getNumElements();
+    int64_t classes = op.getType().getShape().back();
+    Type elementType = op.getType().getElementType();
+    Value result = lowering.allocateResult(op.getResult());
+    Value buffers[] = {lowering.view(lowering.lookup(op.getIds()), {count}),
+                       lowering.view(result, {count, classes})};
+    lowering.launch(
+        op.getLoc(), op->getName().getStringRef(), buffers, count, classes,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          kb::parallelFor(
+              b, loc, count, [&](OpBuilder &b, Location loc, Value n) {
+                Value id =
+                    toI64(b, loc, memref::LoadOp::create(b, loc, args[0], n));
+                Value one = kb::floatConst(b, loc, elementType, 1.0);
+                Value zero = kb::floatConst(b, loc, elementType, 0.0);
+                kb::forLoop(
+                    b, loc, classes, {},
+                    [&](OpBuilder &b, Location loc, Value c,
+                        ValueRange) -> SmallVector<Value> {
+                      Value hit = arith::CmpIOp::create(
+                          b, loc, arith::CmpIPredicate::eq, id,
+                          arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                                     c));
+                      memref::StoreOp::create(
+                          b, loc,
+                          arith::SelectOp::create(b, loc, hit, one, zero),
+                          args[1], ValueRange{n, c});
+                      return {};
+                    });
+              });
         });
     lowering.bind(op.getResult(), result);
     return success();
@@ -183,41 +294,41 @@ struct SoftmaxToKernel : OpToKernelPattern<graph::SoftmaxOp> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, range, length,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, range, [&](OpBuilder &b, Location loc,
-                                             Value p) {
-            SmallVector<Value> position =
-                kb::delinearize(b, loc, p, {outer, inner});
-            auto at = [&](Value a) {
-              return SmallVector<Value>{position[0], a, position[1]};
-            };
-            Value max = kb::forLoop(
-                b, loc, length, kb::negativeInfinity(b, loc, elementType),
-                [&](OpBuilder &b, Location loc, Value a,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value x = memref::LoadOp::create(b, loc, args[0], at(a));
-                  return {stdMax(b, loc, acc[0], x)};
-                })[0];
-            Value total = kb::forLoop(
-                b, loc, length, kb::floatConst(b, loc, elementType, 0.0),
-                [&](OpBuilder &b, Location loc, Value a,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value x = memref::LoadOp::create(b, loc, args[0], at(a));
-                  Value e = math::ExpOp::create(
-                      b, loc, arith::SubFOp::create(b, loc, x, max));
-                  memref::StoreOp::create(b, loc, e, args[1], at(a));
-                  return {arith::AddFOp::create(b, loc, acc[0], e)};
-                })[0];
-            kb::forLoop(b, loc, length, {},
-                        [&](OpBuilder &b, Location loc, Value a,
-                            ValueRange) -> SmallVector<Value> {
-                          Value e =
-                              memref::LoadOp::create(b, loc, args[1], at(a));
-                          memref::StoreOp::create(
-                              b, loc, arith::DivFOp::create(b, loc, e, total),
-                              args[1], at(a));
-                          return {};
-                        });
-          });
+          kb::parallelFor(
+              b, loc, range, [&](OpBuilder &b, Location loc, Value p) {
+                SmallVector<Value> position =
+                    kb::delinearize(b, loc, p, {outer, inner});
+                auto at = [&](Value a) {
+                  return SmallVector<Value>{position[0], a, position[1]};
+                };
+                Value max = kb::forLoop(
+                    b, loc, length, kb::negativeInfinity(b, loc, elementType),
+                    [&](OpBuilder &b, Location loc, Value a,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value x = memref::LoadOp::create(b, loc, args[0], at(a));
+                      return {stdMax(b, loc, acc[0], x)};
+                    })[0];
+                Value total = kb::forLoop(
+                    b, loc, length, kb::floatConst(b, loc, elementType, 0.0),
+                    [&](OpBuilder &b, Location loc, Value a,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value x = memref::LoadOp::create(b, loc, args[0], at(a));
+                      Value e = math::ExpOp::create(
+                          b, loc, arith::SubFOp::create(b, loc, x, max));
+                      memref::StoreOp::create(b, loc, e, args[1], at(a));
+                      return {arith::AddFOp::create(b, loc, acc[0], e)};
+                    })[0];
+                kb::forLoop(
+                    b, loc, length, {},
+                    [&](OpBuilder &b, Location loc, Value a,
+                        ValueRange) -> SmallVector<Value> {
+                      Value e = memref::LoadOp::create(b, loc, args[1], at(a));
+                      memref::StoreOp::create(
+                          b, loc, arith::DivFOp::create(b, loc, e, total),
+                          args[1], at(a));
+                      return {};
+                    });
+              });
         });
     lowering.bind(op.getResult(), result);
     return success();
@@ -246,8 +357,8 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
     llvm::APFloat targetWeight = perClass;
     targetWeight.add(onTarget, llvm::APFloat::rmNearestTiesToEven);
 
-    Value rowLosses = lowering.allocateTransient(
-        MemRefType::get({rows}, elementType));
+    Value rowLosses =
+        lowering.allocateTransient(MemRefType::get({rows}, elementType));
     // The logits through an ElementSource: inside a fusion region (a cast
     // up from the low precision), their producers are computed here.
     ElementSource logits =
@@ -259,60 +370,62 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
     lowering.launch(
         op.getLoc(), op->getName().getStringRef(), buffers, rows, classes,
         [&](OpBuilder &b, Location loc, ValueRange args) {
-          kb::parallelFor(b, loc, rows, [&](OpBuilder &b, Location loc,
-                                            Value r) {
-            Value target =
-                toI64(b, loc, memref::LoadOp::create(b, loc, args[0], r));
-            auto ifOp = scf::IfOp::create(
-                b, loc, isOutside(b, loc, target, classes), false);
-            {
-              OpBuilder::InsertionGuard guard(b);
-              b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-              kb::recordStatus(b, loc, args[2], KernelStatus::BadTarget,
-                               target);
-            }
-            auto load = [&](OpBuilder &b, Location loc, Value c,
-                            bool covering = false) -> Value {
-              return logits.read(b, loc, args.drop_front(3), {r, c},
-                                 covering);
-            };
-            Value max = kb::forLoop(
-                b, loc, classes, kb::negativeInfinity(b, loc, elementType),
-                [&](OpBuilder &b, Location loc, Value c,
-                    ValueRange acc) -> SmallVector<Value> {
-                  return {stdMax(b, loc, acc[0],
-                                 load(b, loc, c, /*covering=*/true))};
-                })[0];
-            Value sumExp = kb::forLoop(
-                b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
-                [&](OpBuilder &b, Location loc, Value c,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value e = math::ExpOp::create(
-                      b, loc, arith::SubFOp::create(b, loc, load(b, loc, c), max));
-                  return {arith::AddFOp::create(b, loc, acc[0], e)};
-                })[0];
-            Value logSumExp = arith::AddFOp::create(
-                b, loc, max, math::LogOp::create(b, loc, sumExp));
-            Value onWeight = kb::floatConst(b, loc, elementType, targetWeight);
-            Value offWeight = kb::floatConst(b, loc, elementType, perClass);
-            Value loss = kb::forLoop(
-                b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
-                [&](OpBuilder &b, Location loc, Value c,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value isTarget = arith::CmpIOp::create(
-                      b, loc, arith::CmpIPredicate::eq,
-                      arith::IndexCastOp::create(b, loc, b.getI64Type(), c),
-                      target);
-                  Value weight = arith::SelectOp::create(b, loc, isTarget,
-                                                         onWeight, offWeight);
-                  Value term = arith::MulFOp::create(
-                      b, loc, weight,
-                      arith::SubFOp::create(b, loc, load(b, loc, c),
-                                            logSumExp));
-                  return {arith::SubFOp::create(b, loc, acc[0], term)};
-                })[0];
-            memref::StoreOp::create(b, loc, loss, args[1], r);
-          });
+          kb::parallelFor(
+              b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
+                Value target =
+                    toI64(b, loc, memref::LoadOp::create(b, loc, args[0], r));
+                auto ifOp = scf::IfOp::create(
+                    b, loc, isOutside(b, loc, target, classes), false);
+                {
+                  OpBuilder::InsertionGuard guard(b);
+                  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+                  kb::recordStatus(b, loc, args[2], KernelStatus::BadTarget,
+                                   target);
+                }
+                auto load = [&](OpBuilder &b, Location loc, Value c,
+                                bool covering = false) -> Value {
+                  return logits.read(b, loc, args.drop_front(3), {r, c},
+                                     covering);
+                };
+                Value max = kb::forLoop(
+                    b, loc, classes, kb::negativeInfinity(b, loc, elementType),
+                    [&](OpBuilder &b, Location loc, Value c,
+                        ValueRange acc) -> SmallVector<Value> {
+                      return {stdMax(b, loc, acc[0],
+                                     load(b, loc, c, /*covering=*/true))};
+                    })[0];
+                Value sumExp = kb::forLoop(
+                    b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
+                    [&](OpBuilder &b, Location loc, Value c,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value e = math::ExpOp::create(
+                          b, loc,
+                          arith::SubFOp::create(b, loc, load(b, loc, c), max));
+                      return {arith::AddFOp::create(b, loc, acc[0], e)};
+                    })[0];
+                Value logSumExp = arith::AddFOp::create(
+                    b, loc, max, math::LogOp::create(b, loc, sumExp));
+                Value onWeight =
+                    kb::floatConst(b, loc, elementType, targetWeight);
+                Value offWeight = kb::floatConst(b, loc, elementType, perClass);
+                Value loss = kb::forLoop(
+                    b, loc, classes, kb::floatConst(b, loc, elementType, 0.0),
+                    [&](OpBuilder &b, Location loc, Value c,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value isTarget = arith::CmpIOp::create(
+                          b, loc, arith::CmpIPredicate::eq,
+                          arith::IndexCastOp::create(b, loc, b.getI64Type(), c),
+                          target);
+                      Value weight = arith::SelectOp::create(
+                          b, loc, isTarget, onWeight, offWeight);
+                      Value term = arith::MulFOp::create(
+                          b, loc, weight,
+                          arith::SubFOp::create(b, loc, load(b, loc, c),
+                                                logSumExp));
+                      return {arith::SubFOp::create(b, loc, acc[0], term)};
+                    })[0];
+                memref::StoreOp::create(b, loc, loss, args[1], r);
+              });
         });
 
     Value result = lowering.allocateResult(op.getResult());
@@ -340,6 +453,8 @@ struct CrossEntropyToKernel : OpToKernelPattern<graph::CrossEntropyOp> {
 
 void kiln::populateNNToKernelPatterns(GraphToKernelPatternSet &patterns) {
   patterns.add<EmbeddingToKernel>();
+  patterns.add<ArgmaxToKernel>();
+  patterns.add<OneHotToKernel>();
   patterns.add<LayerNormToKernel>();
   patterns.add<SoftmaxToKernel>();
   patterns.add<CrossEntropyToKernel>();

@@ -679,3 +679,47 @@ func.func @cast_index(%x: tensor<4xf32>) -> tensor<4xindex> {
   %0 = graph.cast %x : tensor<4xf32> -> tensor<4xindex>
   return %0 : tensor<4xindex>
 }
+
+//===----------------------------------------------------------------------===//
+// argmax, one_hot
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @argmax_axis(%x: tensor<4x8xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{axis 2 is outside [0, 2) for a rank-2 input}}
+  %0 = graph.argmax %x {axis = 2 : i64} : tensor<4x8xf32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @argmax_result(%x: tensor<4x8xf32>) -> tensor<8xi32> {
+  // expected-error @+1 {{result shape must be the input's without axis 1}}
+  %0 = graph.argmax %x {axis = 1 : i64} : tensor<4x8xf32> -> tensor<8xi32>
+  return %0 : tensor<8xi32>
+}
+
+// -----
+
+func.func @argmax_empty(%x: tensor<4x0xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{axis 1 is empty: no largest element}}
+  %0 = graph.argmax %x {axis = 1 : i64} : tensor<4x0xf32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @one_hot_shape(%y: tensor<32xi32>) -> tensor<16x10xf32> {
+  // expected-error @+1 {{result shape must be the ids' shape plus a classes dim}}
+  %0 = graph.one_hot %y : tensor<32xi32> -> tensor<16x10xf32>
+  return %0 : tensor<16x10xf32>
+}
+
+// -----
+
+func.func @one_hot_classes(%y: tensor<32xi32>) -> tensor<32x0xf32> {
+  // expected-error @+1 {{needs at least one class}}
+  %0 = graph.one_hot %y : tensor<32xi32> -> tensor<32x0xf32>
+  return %0 : tensor<32x0xf32>
+}

@@ -165,3 +165,14 @@ func.func @cast(%x: tensor<4x8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xi32>) {
   // CHECK: return %[[H]], %[[I]]
   return %0, %1 : tensor<4x8xbf16>, tensor<4x8xi32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @indices
+func.func @indices(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> (tensor<4xi32>, tensor<4x8xf32>) {
+  // CHECK: graph.argmax %{{.*}} {axis = 1 : i64} : tensor<4x8xf32> -> tensor<4xi32>
+  %0 = graph.argmax %x {axis = 1 : i64} : tensor<4x8xf32> -> tensor<4xi32>
+  // CHECK: graph.one_hot %{{.*}} : tensor<4xi32> -> tensor<4x8xf32>
+  %1 = graph.one_hot %y : tensor<4xi32> -> tensor<4x8xf32>
+  return %0, %1 : tensor<4xi32>, tensor<4x8xf32>
+}

@@ -162,6 +162,10 @@ int64_t MatmulEpilogueOp::getFlops() {
   return flops;
 }
 
+// A comparison per input element; a one-hot row writes its elements.
+int64_t ArgmaxOp::getFlops() { return numElements(getInput()); }
+int64_t OneHotOp::getFlops() { return numElements(getResult()); }
+
 int64_t ReduceOp::getFlops() {
   int64_t flops = numElements(getInput());
   if (getKind() == ReduceKind::Mean)

@@ -58,9 +58,9 @@ template <typename OpTy> static LogicalResult verifyProduct(OpTy op) {
                                    {"lhs", "rhs", "result"})))
     return failure();
   std::string error;
-  ShapeOrError inferred = inferMatmulShape(
-      shapeOf(op.getLhs()), shapeOf(op.getRhs()), op.getTransposeLhs(),
-      op.getTransposeRhs(), error);
+  ShapeOrError inferred =
+      inferMatmulShape(shapeOf(op.getLhs()), shapeOf(op.getRhs()),
+                       op.getTransposeLhs(), op.getTransposeRhs(), error);
   return verifyInferredShape(op, inferred, error, op.getResult());
 }
 
@@ -233,6 +233,33 @@ LogicalResult EmbeddingOp::verify() {
   ShapeOrError inferred =
       inferEmbeddingShape(shapeOf(getTable()), shapeOf(getIds()), error);
   return verifyInferredShape(*this, inferred, error, getResult());
+}
+
+LogicalResult ArgmaxOp::verify() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size()))
+    return emitOpError() << "axis " << axis << " is outside [0, "
+                         << shape.size() << ") for a rank-" << shape.size()
+                         << " input";
+  if (shape[axis] == 0)
+    return emitOpError() << "axis " << axis << " is empty: no largest element";
+  SmallVector<int64_t> expected(shape);
+  expected.erase(expected.begin() + axis);
+  if (shapeOf(getResult()) != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result shape must be the input's without axis "
+                         << axis;
+  return success();
+}
+
+LogicalResult OneHotOp::verify() {
+  ArrayRef<int64_t> ids = shapeOf(getIds()), result = shapeOf(getResult());
+  if (result.size() != ids.size() + 1 || result.drop_back() != ids)
+    return emitOpError() << "result shape must be the ids' shape plus a "
+                            "classes dim";
+  if (result.back() < 1)
+    return emitOpError() << "needs at least one class";
+  return success();
 }
 
 LogicalResult LayerNormOp::verify() {
