@@ -20,6 +20,7 @@ extern llvm::cl::SubCommand checkCommand;
 extern llvm::cl::SubCommand compileCommand;
 extern llvm::cl::SubCommand plotCommand;
 extern llvm::cl::SubCommand runCommand;
+extern llvm::cl::SubCommand gradCommand;
 extern llvm::cl::SubCommand trainCommand;
 extern llvm::cl::SubCommand inspectCommand;
 extern llvm::cl::SubCommand sampleCommand;
@@ -28,7 +29,8 @@ extern llvm::cl::SubCommand sampleCommand;
 int runCheck();
 /// `kiln compile MODEL.kiln --emit=graph`: print the IR of a stage.
 int runCompile();
-/// `kiln run MODEL.kiln --input NAME=FILE.npy ...`: evaluate the forward.
+/// `kiln run MODEL.kiln --input NAME=FILE.npy ...`: evaluate the forward;
+/// `kiln grad ... -o GRADS.safetensors`: every parameter's gradient too.
 int runRun();
 /// `kiln plot METRICS.jsonl... -o FILE.svg`: draw loss curves.
 int runPlot();

@@ -13,6 +13,7 @@
 
 #include "kiln/Dialect/Graph/Analysis/ModelSummary.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/Transforms/Autodiff.h"
 #include "kiln/HalfFloats.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Npy.h"
@@ -39,14 +40,19 @@ using mlir::RankedTensorType;
 
 cl::SubCommand kiln::cli::runCommand(
     "run", "Evaluate a model's forward pass with the reference interpreter");
+cl::SubCommand kiln::cli::gradCommand(
+    "grad", "Every parameter's gradient of the loss, with the reference "
+            "interpreter");
 
 static cl::opt<std::string> runModel(cl::Positional, cl::Required,
                                      cl::desc("MODEL.kiln"),
                                      cl::sub(kiln::cli::runCommand),
+                                     cl::sub(kiln::cli::gradCommand),
                                      cl::cat(kiln::cli::optionCategory));
 static cl::list<std::string>
     runInputs("input", cl::desc("An input of the model, from a .npy file"),
               cl::value_desc("NAME=FILE.npy"), cl::sub(kiln::cli::runCommand),
+              cl::sub(kiln::cli::gradCommand),
               cl::cat(kiln::cli::optionCategory));
 static cl::alias runInputsAlias("inputs", cl::aliasopt(runInputs),
                                 cl::desc("Alias for --input"));
@@ -55,26 +61,38 @@ static cl::opt<bool> randomInputs(
     cl::desc("Draw inputs not given with --input at random: floats from "
              "N(0, 1), integer ids uniformly over the range their use "
              "allows (embedding rows, classes)"),
-    cl::sub(kiln::cli::runCommand), cl::cat(kiln::cli::optionCategory));
+    cl::sub(kiln::cli::runCommand), cl::sub(kiln::cli::gradCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<uint64_t> runSeed("seed",
                                  cl::desc("Seed of the parameter initializers "
                                           "and random inputs"),
                                  cl::init(0), cl::sub(kiln::cli::runCommand),
+                                 cl::sub(kiln::cli::gradCommand),
                                  cl::cat(kiln::cli::optionCategory));
+static cl::opt<std::string> gradOutput(
+    "o",
+    cl::desc("kiln grad: write the gradients to this .safetensors file, one "
+             "tensor per parameter under its name"),
+    cl::value_desc("GRADS.safetensors"), cl::sub(kiln::cli::gradCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> runWeights(
     "weights",
     cl::desc("Take the parameters from a checkpoint (.safetensors, as `kiln "
              "train --save` writes it) instead of their initializers"),
     cl::value_desc("CKPT.safetensors"), cl::sub(kiln::cli::runCommand),
-    cl::cat(kiln::cli::optionCategory));
+    cl::sub(kiln::cli::gradCommand), cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string>
-    outputDir("output-dir", cl::desc("Write each output to DIR/NAME.npy"),
+    outputDir("output-dir",
+              cl::desc("Write each output (kiln grad: each parameter's "
+                       "gradient) to DIR/NAME.npy"),
               cl::value_desc("DIR"), cl::sub(kiln::cli::runCommand),
+              cl::sub(kiln::cli::gradCommand),
               cl::cat(kiln::cli::optionCategory));
 
-/// Reports an error of `kiln run`; returns 1.
+/// Reports an error of `kiln run` (or `kiln grad`); returns 1.
 static int fail(const Twine &message) {
-  WithColor::error(errs(), "kiln run") << message << "\n";
+  WithColor::error(errs(), kiln::cli::gradCommand ? "kiln grad" : "kiln run")
+      << message << "\n";
   return 1;
 }
 
@@ -373,9 +391,22 @@ int kiln::cli::runRun() {
     if (!known.contains(entry.getKey()))
       return fail("the model has no input '" + entry.getKey() + "'");
 
+  // kiln grad: the forward and its backward (the loss, the outputs, then
+  // each parameter's gradient), with the forward's arguments.
+  mlir::func::FuncOp function = forward;
+  if (kiln::cli::gradCommand) {
+    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                             model->context.get());
+    mlir::FailureOr<mlir::func::FuncOp> built =
+        graph::buildGradientFunction(forward, "grad_step");
+    if (failed(built))
+      return 1;
+    function = *built;
+  }
+
   auto start = std::chrono::steady_clock::now();
   Expected<SmallVector<interp::Tensor>> results =
-      interp::runFunction(forward, arguments);
+      interp::runFunction(function, arguments);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -396,21 +427,49 @@ int kiln::cli::runRun() {
     if (std::error_code error = sys::fs::create_directories(outputDir))
       return fail("cannot create '" + outputDir + "': " + error.message());
   }
-  for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i) {
-    auto nameAttr = forward.getResultAttrOfType<mlir::StringAttr>(
+  safetensors::TensorFile gradients;
+  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i) {
+    auto nameAttr = function.getResultAttrOfType<mlir::StringAttr>(
         i, graph::GraphDialect::kOutputAttr);
-    std::string name =
-        nameAttr ? nameAttr.getValue().str() : formatv("result{0}", i).str();
-    printTensor(name, (*results)[i], outs());
+    auto gradAttr = function.getResultAttrOfType<mlir::StringAttr>(
+        i, graph::GraphDialect::kGradAttr);
+    std::string name = gradAttr   ? gradAttr.getValue().str()
+                       : nameAttr ? nameAttr.getValue().str()
+                                  : formatv("result{0}", i).str();
+    const interp::Tensor &value = (*results)[i];
+    printTensor(gradAttr ? "d/d " + name : name, value, outs());
+    // kiln grad writes the gradients only; kiln run every output.
+    if (kiln::cli::gradCommand && !gradAttr)
+      continue;
+    if (gradAttr && !gradOutput.empty()) {
+      npy::Array array = toNpy(value);
+      Status added = gradients.addArray(name, array);
+      if (!added)
+        return fail(added.message());
+    }
     if (outputDir.empty())
       continue;
     SmallString<128> path(outputDir);
     sys::path::append(path, name + ".npy");
-    Status status = npy::writeNpy(std::string(path), toNpy((*results)[i]));
+    Status status = npy::writeNpy(std::string(path), toNpy(value));
     if (!status)
       return fail(status.message());
   }
-  errs() << formatv("forward pass: {0:f1} ms (reference interpreter)\n",
+  if (!gradOutput.empty()) {
+    auto modelName =
+        model->module->getOperation()->getAttrOfType<mlir::StringAttr>(
+            graph::GraphDialect::kModelAttr);
+    gradients.metadata["format"] = "kiln-gradients";
+    gradients.metadata["model"] = modelName ? modelName.str() : "";
+    Status written = safetensors::writeSafetensors(gradOutput, gradients);
+    if (!written)
+      return fail(written.message());
+    errs() << formatv("gradients of {0} parameters: {1}\n",
+                      gradients.tensors.size(), gradOutput);
+  }
+  errs() << formatv("{0}: {1:f1} ms (reference interpreter)\n",
+                    kiln::cli::gradCommand ? "forward and backward"
+                                           : "forward pass",
                     seconds * 1e3);
   return 0;
 }

@@ -20,8 +20,9 @@ int main(int argc, char **argv) {
   for (cl::SubCommand *command :
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
         &kiln::cli::compileCommand, &kiln::cli::runCommand,
-        &kiln::cli::plotCommand, &kiln::cli::trainCommand,
-        &kiln::cli::inspectCommand, &kiln::cli::sampleCommand})
+        &kiln::cli::gradCommand, &kiln::cli::plotCommand,
+        &kiln::cli::trainCommand, &kiln::cli::inspectCommand,
+        &kiln::cli::sampleCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
       "  kiln check MODEL.kiln             parse, verify, summarize\n"
       "  kiln compile MODEL.kiln --emit=graph\n"
       "  kiln run MODEL.kiln --input NAME=FILE.npy ...\n"
+      "  kiln grad MODEL.kiln --input NAME=FILE.npy ... -o GRADS.safetensors\n"
       "  kiln train MODEL.kiln (--data NAME=FILE.npy ... | --tokens FILE)\n"
       "  kiln inspect OUT.kiln.d\n"
       "  kiln plot METRICS.jsonl ... -o loss.svg\n"
@@ -40,7 +42,7 @@ int main(int argc, char **argv) {
     status = kiln::cli::runCheck();
   else if (kiln::cli::compileCommand)
     status = kiln::cli::runCompile();
-  else if (kiln::cli::runCommand)
+  else if (kiln::cli::runCommand || kiln::cli::gradCommand)
     status = kiln::cli::runRun();
   else if (kiln::cli::plotCommand)
     status = kiln::cli::runPlot();

@@ -10,6 +10,10 @@
                               within TOL (relative)
   tensors A B TOL             every f32 tensor of safetensors A within TOL of
                               B's: ||a - b|| / ||b|| per tensor
+  sgd-gradients BASE STEPPED LR GRADS TOL
+                              (BASE - STEPPED) / LR, the gradient one plain
+                              SGD step applied, within TOL of GRADS per
+                              tensor (||a - b|| / ||b||); prints each error
   same-losses A B             every step's loss of metrics A equal to B's
   names A                     the tensor names of safetensors A
   updates BASE A B TOL        the same for the steps A - BASE and B - BASE
@@ -55,6 +59,23 @@ def main():
         for k in sorted(b):
             if k.startswith('loss_scale.'):
                 print(k, struct.unpack('<f', b[k])[0])
+    elif command == 'sgd-gradients':
+        base, stepped = tensors(sys.argv[2]), tensors(sys.argv[3])
+        lr, grads = float(sys.argv[4]), tensors(sys.argv[5])
+        tol = float(sys.argv[6])
+        assert grads, 'no gradients'
+        for k in sorted(grads):
+            n = len(grads[k]) // 4
+            g = struct.unpack('<%df' % n, grads[k])
+            p0 = struct.unpack('<%df' % n, base[k])
+            p1 = struct.unpack('<%df' % n, stepped[k])
+            applied = [(a - b) / lr for a, b in zip(p0, p1)]
+            diff = sum((p - q) ** 2 for p, q in zip(applied, g)) ** 0.5
+            norm = sum(q * q for q in g) ** 0.5
+            error = diff / norm
+            print(k, error)
+            assert error <= tol, (k, error)
+        print('gradients', len(grads), 'ok')
     elif command == 'same-losses':
         a = [r['loss'] for r in steps(sys.argv[2])]
         b = [r['loss'] for r in steps(sys.argv[3])]
