@@ -20,6 +20,29 @@ using namespace kiln::emulator;
 // The schedule
 //===----------------------------------------------------------------------===//
 
+/// What the emulator runs of a warp collective: shuffles over whole warps,
+/// the mma shapes EmulateMma.cpp models.
+static LogicalResult verifyEmulatedCollective(Operation *op) {
+  if (auto mma = dyn_cast<NVVM::MmaOp>(op))
+    return verifyEmulatedMma(mma);
+  auto shuffle = cast<gpu::ShuffleOp>(op);
+  if (getConstantIntValue(shuffle.getWidth()) != kEmulatedWarpSize)
+    return shuffle.emitError()
+           << "the emulator runs gpu.shuffle over whole warps: its width "
+              "must be the constant "
+           << kEmulatedWarpSize;
+  return success();
+}
+
+/// The operands a warp collective reads from the other lanes: a shuffle's
+/// value (its offset is the lane's own), every register of an mma.
+static OperandRange getOtherLanesOperands(Operation *op) {
+  // gpu.shuffle's operands: value, offset, width.
+  if (isa<gpu::ShuffleOp>(op))
+    return op->getOperands().take_front(1);
+  return op->getOperands();
+}
+
 FailureOr<Steps> BlockEmulator::scheduleBlock(Block &source) {
   Steps steps;
   SmallVector<Operation *> pending;
@@ -79,28 +102,12 @@ FailureOr<Steps> BlockEmulator::scheduleWarp(ArrayRef<Operation *> ops,
   for (Operation *op : ops) {
     if (isHoisted(op))
       continue;
-    if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
-      if (getConstantIntValue(shuffle.getWidth()) != kEmulatedWarpSize)
-        return shuffle.emitError()
-               << "the emulator runs gpu.shuffle over whole warps: its width "
-                  "must be the constant "
-               << kEmulatedWarpSize;
-      // A shuffle reads what the other lanes left behind: a value of an
-      // earlier step. The step it opens runs on from there.
-      Operation *definer = shuffle.getValue().getDefiningOp();
-      if (definer && op->getBlock()->findAncestorOpInBlock(*definer) &&
-          llvm::is_contained(run.ops,
-                             op->getBlock()->findAncestorOpInBlock(*definer)))
-        flush();
-      run.ops.push_back(op);
-      continue;
-    }
-    if (auto mma = dyn_cast<NVVM::MmaOp>(op)) {
-      if (failed(verifyEmulatedMma(mma)))
+    if (isWarpCollective(op)) {
+      if (failed(verifyEmulatedCollective(op)))
         return failure();
-      // Like a shuffle, the mma reads its lanes' fragments: values of an
-      // earlier step.
-      if (llvm::any_of(op->getOperands(), [&](Value operand) {
+      // A collective reads what the other lanes left behind: values of an
+      // earlier step. The step it opens runs on from there.
+      if (llvm::any_of(getOtherLanesOperands(op), [&](Value operand) {
             Operation *definer = operand.getDefiningOp();
             Operation *top =
                 definer ? op->getBlock()->findAncestorOpInBlock(*definer)
