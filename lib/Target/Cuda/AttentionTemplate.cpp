@@ -153,6 +153,53 @@ std::pair<Value, Value> kiln::buildTileRange(OpBuilder &b, Location loc,
   return {first, end};
 }
 
+void kiln::stageAttentionTiles(OpBuilder &b, Location loc,
+                               const AttentionPlan &plan, ValueRange arguments,
+                               ValueRange shared, Value batch, Value thread,
+                               Value start) {
+  const FusedAttention &a = plan.attention;
+  bool byKeys = a.part != Part::KeyValueGrad;
+  int64_t others = byKeys ? a.keys : a.queries;
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  SmallVector<unsigned, 4> sources = {kKey, kValue};
+  if (!byKeys)
+    sources = {kQuery, kResultGrad, kLse, kDelta};
+  // The last tile's reads are over before it is overwritten.
+  gpu::BarrierOp::create(b, loc);
+  for (auto [source, tile] : llvm::zip(sources, shared)) {
+    // [tileRows, dim] of a [batches, others, dim] vector, or [tileRows] of
+    // a [batches, others] one; each thread copies every blockSize-th word.
+    auto type = cast<MemRefType>(tile.getType());
+    int64_t dim = type.getRank() == 2 ? type.getShape()[1] : 1;
+    Type element = type.getElementType();
+    Value zero = arith::ConstantOp::create(b, loc, element,
+                                           b.getFloatAttr(element, 0.0));
+    scf::ForOp loop = scf::ForOp::create(
+        b, loc, thread, index(plan.tileRows * dim), index(plan.blockSize));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value word = loop.getInductionVar();
+    Value r = arith::DivUIOp::create(b, loc, word, index(dim));
+    Value other = arith::AddIOp::create(b, loc, start, r);
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         other, index(others));
+    Value clamped =
+        arith::SelectOp::create(b, loc, inside, other, index(others - 1));
+    SmallVector<Value, 3> from = {batch, clamped}, to = {r};
+    if (type.getRank() == 2) {
+      Value c = arith::RemUIOp::create(b, loc, word, index(dim));
+      from.push_back(c);
+      to.push_back(c);
+    }
+    Value value = memref::LoadOp::create(b, loc, arguments[source], from);
+    memref::StoreOp::create(
+        b, loc, arith::SelectOp::create(b, loc, inside, value, zero), tile, to);
+  }
+  gpu::BarrierOp::create(b, loc);
+}
+
 namespace {
 /// Builds one part's kernel: the thread's row, its registers, the tiles.
 class AttentionKernelBuilder : TemplateBuilder {
@@ -209,40 +256,6 @@ private:
       });
     }
   }
-  /// The block's threads copy rows [first, first + tileRows) of
-  /// `vector`'s argument into `tile`, zeros past the other side's rows.
-  void stageTile(VectorArgument vector, Value tile, Value first,
-                 int64_t others) {
-    int64_t words = plan.tileRows * vector.dim;
-    forLoop(thread, index(words), index(plan.blockSize), {},
-            [&](Value word, ValueRange) -> SmallVector<Value> {
-              Value r = arith::DivUIOp::create(b, loc, word, index(vector.dim));
-              Value c = arith::RemUIOp::create(b, loc, word, index(vector.dim));
-              Value other = add(first, r);
-              Value inside = below(other, index(others));
-              Value clamped = select(inside, other, index(others - 1));
-              Value value =
-                  memref::LoadOp::create(b, loc, arguments[vector.argument],
-                                         ValueRange{batch, clamped, c});
-              memref::StoreOp::create(b, loc, select(inside, value, real(0)),
-                                      tile, ValueRange{r, c});
-              return {};
-            });
-  }
-  /// The same for a [batches, rows] argument into a [tileRows] tile.
-  void stageScalars(unsigned argument, Value tile, Value first,
-                    int64_t others) {
-    when(below(thread, index(plan.tileRows)), [&] {
-      Value other = add(first, thread);
-      Value inside = below(other, index(others));
-      Value clamped = select(inside, other, index(others - 1));
-      Value value = memref::LoadOp::create(b, loc, arguments[argument],
-                                           ValueRange{batch, clamped});
-      memref::StoreOp::create(b, loc, select(inside, value, real(0)), tile,
-                              ValueRange{thread});
-    });
-  }
-
   /// The row's value summed over its group: a butterfly of shuffles.
   Value sumOverGroup(Value partial) {
     Value width =
@@ -298,11 +311,11 @@ private:
     return both(inside, seen);
   }
 
-  /// Loops over the tiles this block needs, staging `tiles` (and
-  /// key_value_grad's lse and delta) before each; `pair` updates `carried`
+  /// Loops over the tiles this block needs, staging each
+  /// (stageAttentionTiles); `pair` updates `carried`
   /// for row j of the tile (`other` its index, `valid` whether it pairs).
   SmallVector<Value> walkTiles(
-      ArrayRef<VectorArgument> tiles, ValueRange inits,
+      ValueRange inits,
       llvm::function_ref<SmallVector<Value>(Value j, Value valid, ValueRange)>
           pair);
 
@@ -320,7 +333,7 @@ private:
 };
 
 SmallVector<Value> AttentionKernelBuilder::walkTiles(
-    ArrayRef<VectorArgument> tiles, ValueRange inits,
+    ValueRange inits,
     llvm::function_ref<SmallVector<Value>(Value, Value, ValueRange)> pair) {
   bool byKeys = a.part != Part::KeyValueGrad;
   int64_t others = byKeys ? a.keys : a.queries;
@@ -329,15 +342,8 @@ SmallVector<Value> AttentionKernelBuilder::walkTiles(
   return forLoop(first, end, index(1), inits,
                  [&](Value t, ValueRange carried) -> SmallVector<Value> {
                    Value start = mul(t, index(tileRows));
-                   // The last tile's reads are over before it is overwritten.
-                   gpu::BarrierOp::create(b, loc);
-                   for (auto [vector, tile] : llvm::zip(tiles, shared))
-                     stageTile(vector, tile, start, others);
-                   if (!byKeys) {
-                     stageScalars(kLse, shared[2], start, others);
-                     stageScalars(kDelta, shared[3], start, others);
-                   }
-                   gpu::BarrierOp::create(b, loc);
+                   stageAttentionTiles(b, loc, plan, arguments, shared, batch,
+                                       thread, start);
                    return forLoop(index(0), index(tileRows), index(1), carried,
                                   [&](Value j, ValueRange state) {
                                     return pair(j, pairs(add(start, j), others),
@@ -347,8 +353,7 @@ SmallVector<Value> AttentionKernelBuilder::walkTiles(
 }
 
 void AttentionKernelBuilder::buildForward() {
-  VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
-      out{kOut, a.valueDim};
+  VectorArgument q{kQuery, a.keyDim}, out{kOut, a.valueDim};
   SmallVector<Value> query = loadRow(q);
   Value scale = real(a.scale);
   // Carried: the running maximum, exp-sum, then the output row.
@@ -357,7 +362,7 @@ void AttentionKernelBuilder::buildForward() {
   for (int64_t c = 0; c < columnsOf(a.valueDim); ++c)
     inits.push_back(real(0));
   SmallVector<Value> state = walkTiles(
-      {k, v}, inits,
+      inits,
       [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
         Value maximum = carried[0], sum = carried[1];
         Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
@@ -391,16 +396,15 @@ void AttentionKernelBuilder::buildForward() {
 }
 
 void AttentionKernelBuilder::buildKeyValueGrad() {
-  VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
-      dout{kResultGrad, a.valueDim}, dk{kFirstGrad, a.keyDim},
-      dv{kValueGrad, a.valueDim};
+  VectorArgument k{kKey, a.keyDim}, v{kValue, a.valueDim},
+      dk{kFirstGrad, a.keyDim}, dv{kValueGrad, a.valueDim};
   SmallVector<Value> key = loadRow(k), value = loadRow(v);
   Value scale = real(a.scale);
   int64_t keyColumns = columnsOf(a.keyDim);
   // Carried: the key's gradient row, then the value's.
   SmallVector<Value> inits(keyColumns + columnsOf(a.valueDim), real(0));
   SmallVector<Value> state = walkTiles(
-      {q, dout}, inits,
+      inits,
       [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
         Value score = mul(dot(key, shared[0], j, a.keyDim), scale);
         Value lse = memref::LoadOp::create(b, loc, shared[2], ValueRange{j});
@@ -422,8 +426,8 @@ void AttentionKernelBuilder::buildKeyValueGrad() {
 }
 
 void AttentionKernelBuilder::buildQueryGrad() {
-  VectorArgument q{kQuery, a.keyDim}, k{kKey, a.keyDim}, v{kValue, a.valueDim},
-      dout{kResultGrad, a.valueDim}, dq{kFirstGrad, a.keyDim};
+  VectorArgument q{kQuery, a.keyDim}, dout{kResultGrad, a.valueDim},
+      dq{kFirstGrad, a.keyDim};
   SmallVector<Value> query = loadRow(q), resultGrad = loadRow(dout);
   Value lse =
       memref::LoadOp::create(b, loc, arguments[kLse], ValueRange{batch, row});
@@ -432,7 +436,7 @@ void AttentionKernelBuilder::buildQueryGrad() {
   Value scale = real(a.scale);
   SmallVector<Value> inits(columnsOf(a.keyDim), real(0));
   SmallVector<Value> state = walkTiles(
-      {k, v}, inits,
+      inits,
       [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
         Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
         Value p = select(valid, math::ExpOp::create(b, loc, sub(score, lse)),

@@ -102,6 +102,16 @@ std::pair<mlir::Value, mlir::Value> buildTileRange(mlir::OpBuilder &b,
                                                    const AttentionPlan &plan,
                                                    mlir::Value firstRow);
 
+/// Stages the other side's rows [start, start + tileRows) of a part between
+/// two barriers: its two vectors (keys and values, or queries and result
+/// gradients) into shared[0] and shared[1], and for key_value_grad their
+/// lse and delta into shared[2] and shared[3]; zeros past the rows. The
+/// block's threads (`thread` of the plan's blockSize) share the words.
+void stageAttentionTiles(mlir::OpBuilder &b, mlir::Location loc,
+                         const AttentionPlan &plan, mlir::ValueRange arguments,
+                         mlir::ValueRange shared, mlir::Value batch,
+                         mlir::Value thread, mlir::Value start);
+
 /// The tensor-core variant's body at `b`, in a kernel whose arguments start
 /// with the part's `buffers` and whose workgroup buffers are `shared` (the
 /// tiles, in the vectors' 16-bit type, and key_value_grad's f32 lse and

@@ -274,61 +274,18 @@ private:
     return SmallVector<Accumulator>(dim / 8, Accumulator(4, real(0)));
   }
 
-  /// The block's threads copy rows [first, first + tileRows) of
-  /// `argument` ([batches, others, dim]) into `tile`, zeros past the rows.
-  void stageTile(unsigned argument, Value tile, Value first) {
-    auto type = cast<MemRefType>(tile.getType());
-    int64_t dim = type.getShape()[1];
-    Value zero =
-        arith::ConstantOp::create(b, loc, type.getElementType(),
-                                  b.getFloatAttr(type.getElementType(), 0.0));
-    forLoop(thread, index(plan.tileRows * dim), index(plan.blockSize), {},
-            [&](Value word, ValueRange) -> SmallVector<Value> {
-              Value r = arith::DivUIOp::create(b, loc, word, index(dim));
-              Value c = arith::RemUIOp::create(b, loc, word, index(dim));
-              Value other = add(first, r);
-              Value inside = below(other, index(others()));
-              Value clamped = select(inside, other, index(others() - 1));
-              Value value = load(arguments[argument], {batch, clamped, c});
-              memref::StoreOp::create(b, loc, select(inside, value, zero), tile,
-                                      ValueRange{r, c});
-              return {};
-            });
-  }
-  /// The same for an f32 [batches, others] argument into a [tileRows]
-  /// tile.
-  void stageScalars(unsigned argument, Value tile, Value first) {
-    forLoop(thread, index(plan.tileRows), index(plan.blockSize), {},
-            [&](Value r, ValueRange) -> SmallVector<Value> {
-              Value other = add(first, r);
-              Value inside = below(other, index(others()));
-              Value clamped = select(inside, other, index(others() - 1));
-              Value value = load(arguments[argument], {batch, clamped});
-              memref::StoreOp::create(b, loc, select(inside, value, real(0)),
-                                      tile, ValueRange{r});
-              return {};
-            });
-  }
-  /// Loops over the tiles the block needs, staging the other side's two
-  /// vectors (and key_value_grad's lse and delta) before each; `body`
+  /// Loops over the tiles the block needs, staging each
+  /// (stageAttentionTiles); `body`
   /// updates `carried` from the tile starting at `start`.
   SmallVector<Value>
-  walkTiles(unsigned first, unsigned second, ValueRange inits,
+  walkTiles(ValueRange inits,
             llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
     auto [begin, end] = buildTileRange(b, loc, plan, firstRow);
     return forLoop(begin, end, index(1), inits,
                    [&](Value t, ValueRange carried) -> SmallVector<Value> {
                      Value start = mul(t, index(plan.tileRows));
-                     // The last tile's reads are over before it is
-                     // overwritten.
-                     gpu::BarrierOp::create(b, loc);
-                     stageTile(first, shared[0], start);
-                     stageTile(second, shared[1], start);
-                     if (!byKeys()) {
-                       stageScalars(kLse, shared[2], start);
-                       stageScalars(kDelta, shared[3], start);
-                     }
-                     gpu::BarrierOp::create(b, loc);
+                     stageAttentionTiles(b, loc, plan, arguments, shared, batch,
+                                         thread, start);
                      return body(start, carried);
                    });
   }
@@ -377,8 +334,7 @@ void MmaAttentionBuilder::buildForward() {
                               real(0)};
   llvm::append_range(inits, flatten(zeros(a.valueDim)));
   SmallVector<Value> state = walkTiles(
-      kKey, kValue, inits,
-      [&](Value start, ValueRange carried) -> SmallVector<Value> {
+      inits, [&](Value start, ValueRange carried) -> SmallVector<Value> {
         SmallVector<Accumulator> s = timesTileTransposed(query, shared[0]);
         Value maximum[2] = {carried[0], carried[1]};
         for (auto [block, c] : llvm::enumerate(s))
@@ -440,8 +396,7 @@ void MmaAttentionBuilder::buildKeyValueGrad() {
   SmallVector<Value> inits = flatten(zeros(a.keyDim));
   llvm::append_range(inits, flatten(zeros(a.valueDim)));
   SmallVector<Value> state = walkTiles(
-      kQuery, kResultGrad, inits,
-      [&](Value start, ValueRange carried) -> SmallVector<Value> {
+      inits, [&](Value start, ValueRange carried) -> SmallVector<Value> {
         SmallVector<Accumulator> p = timesTileTransposed(key, shared[0]);
         SmallVector<Accumulator> ds = timesTileTransposed(value, shared[1]);
         for (int64_t block = 0; block < int64_t(p.size()); ++block)
@@ -484,7 +439,7 @@ void MmaAttentionBuilder::buildQueryGrad() {
   }
   Value scale = real(a.scale);
   SmallVector<Value> state = walkTiles(
-      kKey, kValue, flatten(zeros(a.keyDim)),
+      flatten(zeros(a.keyDim)),
       [&](Value start, ValueRange carried) -> SmallVector<Value> {
         SmallVector<Accumulator> p = timesTileTransposed(query, shared[0]);
         SmallVector<Accumulator> ds =
