@@ -130,10 +130,11 @@ static FailureOr<StringAttr> getOutputName(func::FuncOp function,
 /// or state argument of the same type.
 static LogicalResult verifyUpdateTargets(func::FuncOp function) {
   for (unsigned i = 0, e = function.getNumResults(); i < e; ++i) {
-    auto target = getUpdateTarget(function, i);
+    auto target = graph::getUpdateTarget(function, i);
     if (!target)
       continue;
-    std::optional<unsigned> argument = findPersistentArgument(function, target);
+    std::optional<unsigned> argument =
+        graph::findPersistentArgument(function, target);
     if (!argument)
       return function.emitError()
              << "result " << i << " of @" << function.getSymName()
@@ -170,7 +171,7 @@ createEntry(ModuleOp module, func::FuncOp function, StringRef name) {
     locs.push_back(argument.getLoc());
   }
   for (auto [index, type] : llvm::enumerate(function.getResultTypes())) {
-    if (getUpdateTarget(function, index))
+    if (graph::getUpdateTarget(function, index))
       continue;
     FailureOr<StringAttr> outputName = getOutputName(function, index);
     if (failed(outputName))

@@ -1,4 +1,5 @@
-//===- KernelLowering.cpp - State of lowering one graph function -----------===//
+//===- KernelLowering.cpp - State of lowering one graph function
+//-----------===//
 //
 // Part of Kiln. Buffers of graph values, output buffers, kernel creation and
 // the runtime-provided buffers of one kernel.entry under construction.
@@ -16,27 +17,13 @@
 using namespace mlir;
 using namespace kiln;
 
-StringAttr kiln::getUpdateTarget(func::FuncOp function, unsigned index) {
-  return function.getResultAttrOfType<StringAttr>(
-      index, graph::GraphDialect::kUpdateAttr);
-}
-
-std::optional<unsigned> kiln::findPersistentArgument(func::FuncOp function,
-                                                     StringAttr name) {
-  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
-    for (StringRef attr :
-         {graph::GraphDialect::kParamAttr, graph::GraphDialect::kStateAttr})
-      if (function.getArgAttrOfType<StringAttr>(i, attr) == name)
-        return i;
-  return std::nullopt;
-}
-
 bool kiln::isEntryArgument(func::FuncOp function, BlockArgument argument) {
   if (!argument.use_empty())
     return true;
   for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
-    if (StringAttr target = getUpdateTarget(function, i))
-      if (findPersistentArgument(function, target) == argument.getArgNumber())
+    if (StringAttr target = graph::getUpdateTarget(function, i))
+      if (graph::findPersistentArgument(function, target) ==
+          argument.getArgNumber())
         return true;
   return false;
 }
@@ -47,8 +34,8 @@ KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
                                const TargetInfo &target, bool fusedAttention)
     : module(module), symbols(module), entry(entry),
       builder(module.getContext()), training(training), target(target),
-      schedule(target.getScheduleParameters()),
-      fusedAttention(fusedAttention), patterns(patterns) {
+      schedule(target.getScheduleParameters()), fusedAttention(fusedAttention),
+      patterns(patterns) {
   builder.setInsertionPointToEnd(&entry.getBody().front());
   // Arguments: bound by position to the source's entry arguments, then one
   // output per result that is not an update (EntryOp construction in
@@ -62,12 +49,13 @@ KernelLowering::KernelLowering(ModuleOp module, kernel::EntryOp entry,
     argumentBuffers[argument.getArgNumber()] = entryBlock.getArgument(next);
     bind(argument, entryBlock.getArgument(next++));
   }
-  auto returnOp = cast<func::ReturnOp>(source.getBody().front().getTerminator());
+  auto returnOp =
+      cast<func::ReturnOp>(source.getBody().front().getTerminator());
   for (auto [index, result] : llvm::enumerate(returnOp.getOperands())) {
-    if (StringAttr target = getUpdateTarget(source, index)) {
+    if (StringAttr target = graph::getUpdateTarget(source, index)) {
       // Validated by the entry's construction.
-      Value destination =
-          argumentBuffers.lookup(*findPersistentArgument(source, target));
+      Value destination = argumentBuffers.lookup(
+          *graph::findPersistentArgument(source, target));
       updates.push_back({result, destination});
       updateBuffers.try_emplace(result, destination);
       continue;
@@ -274,9 +262,9 @@ Value KernelLowering::getRngState() {
 
 Value KernelLowering::getStatus() {
   if (!status)
-    status = addRuntimeBuffer(
-        kernel::BufferKind::Status, kernel::KernelDialect::kStatusName,
-        MemRefType::get({2}, builder.getIntegerType(64)));
+    status = addRuntimeBuffer(kernel::BufferKind::Status,
+                              kernel::KernelDialect::kStatusName,
+                              MemRefType::get({2}, builder.getIntegerType(64)));
   return status;
 }
 
@@ -302,7 +290,8 @@ void KernelLowering::finish(ValueRange) {
     Value buffer = lookup(result);
     if (buffer == output)
       continue;
-    auto copy = kernel::CopyOp::create(builder, result.getLoc(), buffer, output);
+    auto copy =
+        kernel::CopyOp::create(builder, result.getLoc(), buffer, output);
     setOrigin(copy, "func.return");
   }
   // Then the updates that were not written in place. A source that is

@@ -22,6 +22,7 @@
 #ifndef KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H
 #define KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H
 
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/TargetInfo.h"
 
@@ -37,12 +38,6 @@
 
 namespace kiln {
 
-/// The name of the parameter or state that result `index` of `function`
-/// updates (its `graph.update`), or null.
-mlir::StringAttr getUpdateTarget(mlir::func::FuncOp function, unsigned index);
-/// The argument of `function` that is the parameter or state `name`.
-std::optional<unsigned> findPersistentArgument(mlir::func::FuncOp function,
-                                               mlir::StringAttr name);
 /// Whether `argument` of `function` is an argument of its entry: it is
 /// used, or a result updates it.
 bool isEntryArgument(mlir::func::FuncOp function, mlir::BlockArgument argument);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
@@ -56,30 +57,21 @@ bool isBroadcast(Value value) {
                           broadcast.getType().getNumElements();
 }
 
-/// The names the results of `function` update (graph.update).
-llvm::StringSet<> getUpdatedNames(func::FuncOp function) {
-  llvm::StringSet<> names;
-  for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
-    if (auto name = function.getResultAttrOfType<StringAttr>(
-            i, GraphDialect::kUpdateAttr))
-      names.insert(name.getValue());
-  return names;
-}
-
-/// The argument of `function` holding state `name`, or null.
-BlockArgument findState(func::FuncOp function, StringRef name) {
-  for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i)
-    if (auto state =
-            function.getArgAttrOfType<StringAttr>(i, GraphDialect::kStateAttr);
-        state && state.getValue() == name)
-      return function.getArgument(i);
-  return nullptr;
+/// Whether `function` updates a parameter or state: a training entry.
+bool updatesState(func::FuncOp function) {
+  return llvm::any_of(llvm::seq(function.getNumResults()), [&](unsigned i) {
+    return static_cast<bool>(getUpdateTarget(function, i));
+  });
 }
 
 class PrecisionRewriter {
 public:
-  PrecisionRewriter(FloatType low, FloatType full, bool weightCopies)
-      : low(low), full(full), weightCopies(weightCopies) {}
+  /// `trained`: the parameters some entry of the module updates, which get
+  /// low-precision copies where `weightCopies`.
+  PrecisionRewriter(FloatType low, FloatType full, bool weightCopies,
+                    llvm::StringSet<> trained)
+      : low(low), full(full), weightCopies(weightCopies),
+        trained(std::move(trained)) {}
 
   /// Rewrites the ops of `function` in order, then casts its results back
   /// to its declared types.
@@ -104,9 +96,9 @@ private:
   /// the other values and entries.
   Value readCopy(Value value, FloatType to);
 
-  /// The function being rewritten, and the names it updates.
+  /// The function being rewritten, and whether it is a training entry.
   func::FuncOp function;
-  llvm::StringSet<> updated;
+  bool training = false;
   /// The parameters read through a copy, by name, with their types.
   llvm::StringMap<RankedTensorType> copied;
 
@@ -134,6 +126,7 @@ private:
 
   FloatType low, full;
   bool weightCopies;
+  llvm::StringSet<> trained;
   /// (value, type, reader of a widening cast) -> the cast.
   using CastKey = std::tuple<Value, Type, Operation *>;
   llvm::DenseMap<CastKey, Value> casts;
@@ -173,8 +166,9 @@ BlockArgument PrecisionRewriter::getCopyArgument(func::FuncOp function,
                                                  StringRef param,
                                                  RankedTensorType type) {
   std::string name = copyName(param);
-  if (BlockArgument existing = findState(function, name))
-    return existing;
+  if (std::optional<unsigned> existing = findPersistentArgument(
+          function, StringAttr::get(function.getContext(), name)))
+    return function.getArgument(*existing);
   Builder b(function.getContext());
   NamedAttribute attrs[] = {
       b.getNamedAttr(GraphDialect::kStateAttr, b.getStringAttr(name)),
@@ -196,10 +190,10 @@ Value PrecisionRewriter::readCopy(Value value, FloatType to) {
                                                      GraphDialect::kParamAttr);
   if (!param)
     return nullptr;
-  // A step that updates the parameter, or accumulates its gradient for
-  // one that does.
+  // A training entry (train_step, or accumulate_step with apply_step),
+  // reading a parameter that an entry updates.
   StringRef name = param.getValue();
-  if (!updated.contains(name) && !updated.contains((name + ".grad_acc").str()))
+  if (!training || !trained.contains(name))
     return nullptr;
   auto type = cast<RankedTensorType>(value.getType());
   auto copyType = RankedTensorType::get(type.getShape(), low);
@@ -213,8 +207,7 @@ void PrecisionRewriter::updateCopies(func::FuncOp function) {
   Operation *terminator = function.getBody().front().getTerminator();
   Builder b(function.getContext());
   for (unsigned i = 0, e = function.getNumResults(); i < e; ++i) {
-    auto name =
-        function.getResultAttrOfType<StringAttr>(i, GraphDialect::kUpdateAttr);
+    StringAttr name = getUpdateTarget(function, i);
     if (!name)
       continue;
     auto found = copied.find(name.getValue());
@@ -341,7 +334,7 @@ LogicalResult PrecisionRewriter::run(func::FuncOp function) {
   if (function.isExternal())
     return success();
   this->function = function;
-  updated = getUpdatedNames(function);
+  training = updatesState(function);
   casts.clear();
   if (!function.getBody().hasOneBlock())
     return function.emitOpError(
@@ -410,8 +403,13 @@ struct GraphMixedPrecisionPass
       lowType = BFloat16Type::get(context);
     else
       lowType = Float16Type::get(context);
-    PrecisionRewriter rewriter(lowType, Float32Type::get(context),
-                               weightCopies);
+    llvm::StringSet<> trained;
+    for (auto function : module.getOps<func::FuncOp>())
+      for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
+        if (StringAttr name = getUpdateTarget(function, i))
+          trained.insert(name.getValue());
+    PrecisionRewriter rewriter(lowType, Float32Type::get(context), weightCopies,
+                               std::move(trained));
     for (auto function : module.getOps<func::FuncOp>())
       if (failed(rewriter.run(function)))
         return signalPassFailure();

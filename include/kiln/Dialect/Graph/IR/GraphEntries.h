@@ -1,0 +1,28 @@
+//===- GraphEntries.h - The persistent names of graph functions -*- C++ -*-===//
+//
+// Part of Kiln. A graph function's parameters and state are arguments named
+// by `graph.param` / `graph.state`; a result marked `graph.update` is the
+// next value of one of them. The passes that build or rewrite entries and
+// the conversion to kernels read them through these.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_GRAPH_IR_GRAPHENTRIES_H
+#define KILN_DIALECT_GRAPH_IR_GRAPHENTRIES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <optional>
+
+namespace kiln::graph {
+
+/// The name of the parameter or state that result `index` of `function`
+/// updates (its `graph.update`), or null.
+mlir::StringAttr getUpdateTarget(mlir::func::FuncOp function, unsigned index);
+/// The argument of `function` that is the parameter or state `name`.
+std::optional<unsigned> findPersistentArgument(mlir::func::FuncOp function,
+                                               mlir::StringAttr name);
+
+} // namespace kiln::graph
+
+#endif // KILN_DIALECT_GRAPH_IR_GRAPHENTRIES_H
