@@ -351,7 +351,8 @@ struct EmbeddingGradToKernel : OpToKernelPattern<graph::EmbeddingGradOp> {
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(
               b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
-                auto [begin, end] =
+                Value begin, end;
+                std::tie(begin, end) =
                     kb::blockRange(b, loc, block, blockWidth, width);
                 Value zero = kb::floatConst(b, loc, elementType, 0.0);
                 kb::forLoop(b, loc, vocab, {},

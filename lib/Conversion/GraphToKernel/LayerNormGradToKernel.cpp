@@ -141,7 +141,8 @@ struct LayerNormGradToKernel : OpToKernelPattern<graph::LayerNormGradOp> {
         [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(
               b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
-                auto [begin, end] =
+                Value begin, end;
+                std::tie(begin, end) =
                     kb::blockRange(b, loc, block, blockWidth, width);
                 kb::forLoop(
                     b, loc, begin, end, {},

@@ -143,7 +143,8 @@ static void launchBlockedUpdate(Operation *op, KernelLowering &lowering,
                   return fresh;
                 return arith::SelectOp::create(b, loc, skipped, old, fresh);
               };
-              auto [begin, end] =
+              Value begin, end;
+              std::tie(begin, end) =
                   kb::blockRange(b, loc, block, updateBlock, count);
               kb::forLoop(
                   b, loc, begin, end, {},
@@ -294,7 +295,8 @@ struct GlobalNormToKernel : OpToKernelPattern<graph::GlobalNormOp> {
                   b, loc, range, [&](OpBuilder &b, Location loc, Value block) {
                     auto sumBlock = [&](OpBuilder &b, Location loc) {
                       Arith f{b, loc, elementType};
-                      auto [begin, end] =
+                      Value begin, end;
+                      std::tie(begin, end) =
                           kb::blockRange(b, loc, block, normBlock, counts[k]);
                       Value sum = kb::forLoop(
                           b, loc, begin, end, f.c(0.0),

@@ -189,7 +189,8 @@ struct ReduceToKernel : OpToKernelPattern<graph::ReduceOp> {
         count * blockWidth, [&](OpBuilder &b, Location loc, ValueRange args) {
           kb::parallelFor(
               b, loc, blocks, [&](OpBuilder &b, Location loc, Value block) {
-                auto [begin, end] =
+                Value begin, end;
+                std::tie(begin, end) =
                     kb::blockRange(b, loc, block, blockWidth, kept);
                 auto overBlock =
                     [&](llvm::function_ref<void(OpBuilder &, Location, Value)>
