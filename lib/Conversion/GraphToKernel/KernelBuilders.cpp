@@ -22,6 +22,17 @@ Value kiln::kb::index(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
+kiln::kb::AxisSplit kiln::kb::splitAroundAxis(ArrayRef<int64_t> shape,
+                                              int64_t axis) {
+  AxisSplit split;
+  split.length = shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    split.outer *= shape[d];
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
+    split.inner *= shape[d];
+  return split;
+}
+
 std::pair<Value, Value> kiln::kb::blockRange(OpBuilder &b, Location loc,
                                              Value block, int64_t width,
                                              int64_t count) {

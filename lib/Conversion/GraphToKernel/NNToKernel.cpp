@@ -88,12 +88,9 @@ struct ArgmaxToKernel : OpToKernelPattern<graph::ArgmaxOp> {
   LogicalResult lowerOp(graph::ArgmaxOp op,
                         KernelLowering &lowering) const override {
     ArrayRef<int64_t> shape = op.getInput().getType().getShape();
-    int64_t axis = op.getAxis();
-    int64_t outer = 1, inner = 1, count = shape[axis];
-    for (int64_t d = 0; d < axis; ++d)
-      outer *= shape[d];
-    for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
-      inner *= shape[d];
+    // Plain names (lambdas capture them; C++17 captures no bindings).
+    kb::AxisSplit split = kb::splitAroundAxis(shape, op.getAxis());
+    int64_t outer = split.outer, count = split.length, inner = split.inner;
     Type indexType = op.getType().getElementType();
     Value result = lowering.allocateResult(op.getResult());
     Value buffers[] = {
@@ -280,12 +277,8 @@ struct SoftmaxToKernel : OpToKernelPattern<graph::SoftmaxOp> {
     auto type = op.getType();
     Type elementType = type.getElementType();
     ArrayRef<int64_t> shape = type.getShape();
-    int64_t axis = op.getAxis();
-    int64_t length = shape[axis], outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d)
-      outer *= shape[d];
-    for (int64_t d = axis + 1; d < static_cast<int64_t>(shape.size()); ++d)
-      inner *= shape[d];
+    kb::AxisSplit split = kb::splitAroundAxis(shape, op.getAxis());
+    int64_t outer = split.outer, length = split.length, inner = split.inner;
     Value result = lowering.allocateResult(op.getResult());
     Value buffers[] = {
         lowering.view(lowering.lookup(op.getInput()), {outer, length, inner}),

@@ -21,6 +21,12 @@ namespace kiln::kb {
 
 /// An index constant.
 mlir::Value index(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
+/// A row-major shape seen around `axis` as [outer, length, inner]: the
+/// products of the dims before it, its own size, those after it.
+struct AxisSplit {
+  int64_t outer = 1, length = 1, inner = 1;
+};
+AxisSplit splitAroundAxis(llvm::ArrayRef<int64_t> shape, int64_t axis);
 /// Block `block` of `width` elements of [0, count): [begin, end), the last
 /// block cut at `count`.
 std::pair<mlir::Value, mlir::Value> blockRange(mlir::OpBuilder &b,
