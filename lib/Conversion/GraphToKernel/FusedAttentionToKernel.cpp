@@ -30,10 +30,7 @@ using kernel::FusedAttention;
 bool kiln::canFuseAttention(const KernelLowering &lowering,
                             const AttentionShape &shape, int64_t valueDim,
                             Type elementType) {
-  StringRef name = elementType.isF32()    ? "f32"
-                   : elementType.isBF16() ? "bf16"
-                   : elementType.isF16()  ? "f16"
-                                          : "";
+  StringRef name = kernel::getAttentionTypeName(elementType);
   return lowering.allowsFusedAttention() && !name.empty() &&
          shape.batches > 0 && shape.queries > 0 && shape.keys > 0 &&
          lowering.getTarget().hasFusedAttention(name, shape.keyDim, valueDim);

@@ -62,10 +62,8 @@ using Multiplicand = SmallVector<Value, 4>;
 std::optional<AttentionPlan> kiln::planMmaAttention(const FusedAttention &part,
                                                     Type elementType,
                                                     int64_t warpSize) {
-  StringRef name = elementType.isBF16()  ? "bf16"
-                   : elementType.isF16() ? "f16"
-                                         : "";
-  if (warpSize != 32 ||
+  StringRef name = kernel::getAttentionTypeName(elementType);
+  if (warpSize != 32 || name == "f32" ||
       !attentionTemplateTakes(name, part.keyDim, part.valueDim))
     return std::nullopt;
   AttentionPlan plan;

@@ -102,3 +102,13 @@ std::optional<FusedAttention> FusedAttention::fromAttr(Attribute attr) {
   fused.scale = scale.getValueAsDouble();
   return fused;
 }
+
+llvm::StringRef kiln::kernel::getAttentionTypeName(mlir::Type elementType) {
+  if (elementType.isF32())
+    return "f32";
+  if (elementType.isBF16())
+    return "bf16";
+  if (elementType.isF16())
+    return "f16";
+  return "";
+}

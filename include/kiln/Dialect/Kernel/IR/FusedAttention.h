@@ -66,6 +66,10 @@ struct FusedAttention {
 
 llvm::StringRef getPartName(FusedAttention::Part part);
 
+/// The name of an attention's element type as TargetInfo::hasFusedAttention
+/// takes it: "f32", "bf16" or "f16"; empty for any other type.
+llvm::StringRef getAttentionTypeName(mlir::Type elementType);
+
 } // namespace kiln::kernel
 
 #endif // KILN_DIALECT_KERNEL_IR_FUSEDATTENTION_H
