@@ -86,6 +86,14 @@ llvm::Error eval::requireFloat(Operation *op, const Tensor &tensor,
                              tensor.getTypeString());
 }
 
+llvm::Error eval::requireIntegers(Operation *op, const Tensor &tensor,
+                                  llvm::StringRef what) {
+  if (!isFloat(tensor.getElementType()))
+    return llvm::Error::success();
+  return makeOpError(op,
+                     what + " must be integers, got " + tensor.getTypeString());
+}
+
 //===----------------------------------------------------------------------===//
 // The walk
 //===----------------------------------------------------------------------===//

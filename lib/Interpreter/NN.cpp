@@ -25,8 +25,8 @@ llvm::Expected<Tensor> eval::evaluateEmbedding(graph::EmbeddingOp op,
     return result.takeError();
   if (llvm::Error err = requireFloat(op, table, "table"))
     return std::move(err);
-  if (isFloat(ids.getElementType()))
-    return makeOpError(op, "ids must be integers, got " + ids.getTypeString());
+  if (llvm::Error err = requireIntegers(op, ids, "ids"))
+    return std::move(err);
   if (table.getRank() != 2 ||
       table.getElementType() != result->getElementType())
     return makeOpError(op, "table must be a [V, D] tensor of the result's "
@@ -91,8 +91,8 @@ llvm::Expected<Tensor> eval::evaluateOneHot(graph::OneHotOp op,
   llvm::Expected<Tensor> result = makeResult(op);
   if (!result)
     return result.takeError();
-  if (isFloat(ids.getElementType()))
-    return makeOpError(op, "ids must be integers, got " + ids.getTypeString());
+  if (llvm::Error err = requireIntegers(op, ids, "ids"))
+    return std::move(err);
   int64_t classes = result->getShape().back();
   for (int64_t n = 0, e = ids.getNumElements(); n < e; ++n) {
     int64_t id = ids.getInt(n);
@@ -266,9 +266,8 @@ llvm::Expected<Tensor> eval::evaluateCrossEntropy(graph::CrossEntropyOp op,
     return result.takeError();
   if (llvm::Error err = requireFloat(op, logits, "logits"))
     return std::move(err);
-  if (isFloat(targets.getElementType()))
-    return makeOpError(op, "targets must be integers, got " +
-                               targets.getTypeString());
+  if (llvm::Error err = requireIntegers(op, targets, "targets"))
+    return std::move(err);
   if (logits.getRank() < 1 ||
       logits.getShape().drop_back() != targets.getShape() ||
       result->getRank() != 0 ||

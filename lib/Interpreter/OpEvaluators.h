@@ -28,6 +28,9 @@ llvm::Expected<Tensor> makeTensor(mlir::Operation *op, mlir::Type type);
 /// An error at `op` unless `tensor` is a floating-point tensor.
 llvm::Error requireFloat(mlir::Operation *op, const Tensor &tensor,
                          llvm::StringRef what);
+/// An error at `op` unless `tensor` holds integers (ids, targets).
+llvm::Error requireIntegers(mlir::Operation *op, const Tensor &tensor,
+                            llvm::StringRef what);
 
 /// Calls `body(T{})` with T the storage type of float element type `type`
 /// (float for f16, bf16, f32; double for f64).
