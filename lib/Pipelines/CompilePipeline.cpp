@@ -44,6 +44,9 @@ std::string kiln::checkCompileOptions(const CompileOptions &options) {
       options.precision != "bf16" && options.precision != "fp16")
     return "unknown precision '" + options.precision +
            "' (expected fp32, bf16 or fp16)";
+  if (!options.weightCopies && !options.train)
+    return "--no-weight-copies applies to the training steps (--train), "
+           "which keep the weights' 16-bit copies";
   if (options.worldSize != 1)
     return "a world size of " + std::to_string(options.worldSize) +
            " is not supported yet: the step compiles for one process";

@@ -344,6 +344,9 @@ int kiln::cli::runRun() {
   SmallVector<interp::Tensor> arguments(forward.getNumArguments());
   for (interp::InitializedParameter &param : *params)
     arguments[param.argumentIndex] = std::move(param.value);
+  if (!runWeights.empty() && runSeed.getNumOccurrences() && !randomInputs)
+    return fail("--seed seeds the initializers and --random-inputs; with "
+                "--weights and no --random-inputs it would do nothing");
   if (!runWeights.empty()) {
     auto modelName =
         model->module->getOperation()->getAttrOfType<mlir::StringAttr>(

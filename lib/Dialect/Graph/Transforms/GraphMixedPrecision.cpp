@@ -396,8 +396,15 @@ struct GraphMixedPrecisionPass
           << llvm::join(targetPrecisions, ", ") << ")";
       return signalPassFailure();
     }
-    if (chosen == "fp32")
+    if (chosen == "fp32") {
+      if (!weightCopies) {
+        emitError(where, "--no-weight-copies applies to bf16 and fp16 "
+                         "(this step trains in fp32: it keeps no 16-bit "
+                         "weight copies)");
+        return signalPassFailure();
+      }
       return;
+    }
     FloatType lowType;
     if (chosen == "bf16")
       lowType = BFloat16Type::get(context);
