@@ -61,6 +61,7 @@ Result emitEmbed(ModelEmitter &emitter, const CallArguments &args);
 Result emitLayerNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitRmsNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitMse(ModelEmitter &emitter, const CallArguments &args);
+Result emitRotary(ModelEmitter &emitter, const CallArguments &args);
 Result emitSoftmax(ModelEmitter &emitter, const CallArguments &args);
 Result emitAttention(ModelEmitter &emitter, const CallArguments &args);
 Result emitCrossEntropy(ModelEmitter &emitter, const CallArguments &args);

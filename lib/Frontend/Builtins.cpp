@@ -158,6 +158,7 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["layer_norm"] = {{x, {"gamma"}, {"beta"}, opt("eps")}, emitLayerNorm};
     table["rms_norm"] = {{x, {"gamma"}, opt("eps")}, emitRmsNorm};
     table["mse"] = {{{"a"}, {"b"}}, emitMse};
+    table["rotary"] = {{x, opt("base")}, emitRotary};
     table["softmax"] = {{x, opt("axis")}, emitSoftmax};
     table["attention"] = {{{"q"}, {"k"}, {"v"}, opt("causal"), opt("scale")},
                           emitAttention};

@@ -1,6 +1,6 @@
 //===- BuiltinsNN.cpp - Neural-network builtins ---------------------------===//
 //
-// Part of Kiln. embed, layer_norm, rms_norm, softmax, attention,
+// Part of Kiln. embed, layer_norm, rms_norm, rotary, softmax, attention,
 // cross_entropy, mse, dropout and cast.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +11,8 @@
 #include "kiln/Dialect/Graph/IR/GraphShapes.h"
 
 #include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace kiln;
@@ -161,6 +163,106 @@ Result builtins::emitMse(ModelEmitter &emitter, const CallArguments &args) {
       llvm::to_vector(llvm::seq<int64_t>(0, a->getTensorType().getRank()));
   return emitMeanOfSquares(emitter, loc, *difference, every,
                            /*keepdims=*/false);
+}
+
+/// A constant of `type` from values computed in double, each rounded once
+/// to the element type (nearest, ties to even).
+static Result emitFloatConstant(ModelEmitter &emitter, SMLoc loc,
+                                RankedTensorType type,
+                                ArrayRef<double> values) {
+  const llvm::fltSemantics &semantics =
+      cast<FloatType>(type.getElementType()).getFloatSemantics();
+  SmallVector<APFloat> rounded;
+  rounded.reserve(values.size());
+  for (double value : values) {
+    APFloat element(value);
+    bool losesInfo = false;
+    element.convert(semantics, APFloat::rmNearestTiesToEven, &losesInfo);
+    rounded.push_back(element);
+  }
+  return tensorResult(
+      emitOp<graph::ConstantOp>(emitter, loc,
+                                DenseElementsAttr::get(type, rounded)),
+      loc);
+}
+
+/// rotary(x, base=10000): the rotary position embedding (RoFormer) in the
+/// half-split layout of GPT-NeoX and Hugging Face's LLaMA. x is [..., T, Dh]
+/// with positions 0..T-1 along its second-to-last axis and an even Dh;
+/// feature i < Dh/2 turns with feature i + Dh/2 by the angle
+/// t * base^(-2i/Dh):
+///   y1 = x1 cos - x2 sin,  y2 = x2 cos + x1 sin.
+/// The cos/sin tables are constants computed in double and rounded once;
+/// the rotation is composed of graph ops (slices, one fused elementwise
+/// kernel per half, a concat), so autodiff differentiates the parts.
+Result builtins::emitRotary(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> x = args.floatTensor("x");
+  FailureOr<double> base = args.number("base", 10000.0);
+  if (failed(x) || failed(base))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  if (!(*base > 0.0))
+    return emitter.error(args.getLoc("base"), "rotary needs base > 0");
+  ArrayRef<int64_t> shape = x->getTensorType().getShape();
+  if (shape.size() < 2 || shape.back() % 2 != 0)
+    return shapeError(emitter, loc, "rotary",
+                      "x must be [..., T, Dh] with an even Dh (positions "
+                      "along the second-to-last axis)",
+                      {{"x", *x}});
+  int64_t length = shape[shape.size() - 2], half = shape.back() / 2;
+  SmallVector<double> cosines(length * half), sines(length * half);
+  for (int64_t t = 0; t < length; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      double angle =
+          static_cast<double>(t) *
+          std::pow(*base, -2.0 * static_cast<double>(i) /
+                              static_cast<double>(shape.back()));
+      cosines[t * half + i] = std::cos(angle);
+      sines[t * half + i] = std::sin(angle);
+    }
+  Type element = elementTypeOf(*x);
+  RankedTensorType tableType = tensorType({length, half}, element);
+  Result cosine = emitFloatConstant(emitter, loc, tableType, cosines);
+  Result sine = emitFloatConstant(emitter, loc, tableType, sines);
+  if (failed(cosine) || failed(sine))
+    return failure();
+
+  int64_t axis = static_cast<int64_t>(shape.size()) - 1;
+  SmallVector<int64_t> halfShape(shape);
+  halfShape.back() = half;
+  auto sliceAt = [&](int64_t start) -> Result {
+    SmallVector<int64_t> offsets(shape.size(), 0);
+    offsets.back() = start;
+    return tensorResult(
+        emitOp<graph::SliceOp>(
+            emitter, loc, tensorType(halfShape, element), x->tensor,
+            emitter.getBuilder().getDenseI64ArrayAttr(offsets)),
+        loc);
+  };
+  Result first = sliceAt(0), second = sliceAt(half);
+  if (failed(first) || failed(second))
+    return failure();
+  // a * c op b * s, for each half.
+  auto turn = [&](const EvalValue &a, ast::BinaryOp op,
+                  const EvalValue &b) -> Result {
+    FailureOr<EvalValue> ac =
+        emitter.emitBinary(ast::BinaryOp::Mul, loc, a, *cosine);
+    FailureOr<EvalValue> bs =
+        emitter.emitBinary(ast::BinaryOp::Mul, loc, b, *sine);
+    if (failed(ac) || failed(bs))
+      return failure();
+    return emitter.emitBinary(op, loc, *ac, *bs);
+  };
+  Result turnedFirst = turn(*first, ast::BinaryOp::Sub, *second);
+  Result turnedSecond = turn(*second, ast::BinaryOp::Add, *first);
+  if (failed(turnedFirst) || failed(turnedSecond))
+    return failure();
+  return tensorResult(
+      emitOp<graph::ConcatOp>(
+          emitter, loc, x->getTensorType(),
+          ValueRange{turnedFirst->tensor, turnedSecond->tensor},
+          emitter.getBuilder().getI64IntegerAttr(axis)),
+      loc);
 }
 
 Result builtins::emitSoftmax(ModelEmitter &emitter, const CallArguments &args) {
