@@ -154,6 +154,32 @@ def softmax(x):
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
+def rms_norm(x, g, eps):
+    # docs/language.md rms_norm: x * rsqrt(mean(x^2 over the last dim) + eps)
+    # * gamma (LLaMA's RMSNorm).
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps) * g
+
+
+def silu(x):
+    # x * sigmoid(x).
+    return x * jax.nn.sigmoid(x)
+
+
+def rotary(x, base=10000.0):
+    # docs/language.md rotary: position t (the second-to-last axis) turns
+    # feature pair (i, i + Dh/2) by t * base^(-2i/Dh). Written here as
+    # Hugging Face's LLaMA writes it: x cos + rotate_half(x) sin, with the
+    # angles repeated over both halves and rotate_half(x) = [-x2, x1]. The
+    # tables are computed in the run's precision, as there.
+    t, dh = x.shape[-2], x.shape[-1]
+    inv_freq = 1.0 / (base ** (jnp.arange(0, dh, 2, dtype=x.dtype) / dh))
+    freqs = jnp.outer(jnp.arange(t, dtype=x.dtype), inv_freq)
+    emb = jnp.concatenate([freqs, freqs], axis=-1)
+    x1, x2 = x[..., :dh // 2], x[..., dh // 2:]
+    rotated = jnp.concatenate([-x2, x1], axis=-1)
+    return x * jnp.cos(emb) + rotated * jnp.sin(emb)
+
+
 def cross_entropy(logits, targets, label_smoothing=0.0):
     # GraphOps.td cross_entropy: logits [..., C], integer targets [...]; the
     # mean over all rows of -sum_c p_c log softmax(logits)_c with the target
@@ -205,6 +231,32 @@ def gpt_loss(p, batch):
     for layer in range(GPT_DIMS["L"]):
         x = gpt_block(p, "block.%d." % layer, x, GPT_DIMS["H"])
     logits = layer_norm(x, p["lnf_g"], p["lnf_b"]) @ p["wte"].T
+    return cross_entropy(logits, batch["targets"])
+
+
+LLAMA_DIMS = dict(B=4, T=16, V=64, D=16, H=2, L=2, F=40)  # llama2l.kiln
+
+
+def llama_block(p, prefix, x, num_heads):
+    # test/oracle/llama2l.kiln, fn block: RMSNorm, causal self-attention with
+    # rotary queries and keys, RMSNorm, a SwiGLU MLP; no biases.
+    h = rms_norm(x, p[prefix + "attn_norm"], 1e-5)
+    q, k, v = jnp.split(h @ p[prefix + "w_qkv"], 3, axis=-1)
+    a = causal_attention(rotary(heads(q, num_heads)),
+                         rotary(heads(k, num_heads)), heads(v, num_heads))
+    x = x + merge_heads(a) @ p[prefix + "w_out"]
+    h = rms_norm(x, p[prefix + "mlp_norm"], 1e-5)
+    gate = silu(h @ p[prefix + "w_gate"]) * (h @ p[prefix + "w_up"])
+    return x + gate @ p[prefix + "w_down"]
+
+
+def llama_loss(p, batch):
+    # test/oracle/llama2l.kiln, model llama2l: token embeddings only (the
+    # positions enter through rotary), an untied output layer.
+    x = p["wte"][batch["tokens"]]
+    for layer in range(LLAMA_DIMS["L"]):
+        x = llama_block(p, "block.%d." % layer, x, LLAMA_DIMS["H"])
+    logits = rms_norm(x, p["norm"], 1e-5) @ p["head"]
     return cross_entropy(logits, batch["targets"])
 
 
@@ -274,6 +326,30 @@ def gpt_setup(rng):
         })
     # A window of random token ids and, as a language model's data gives,
     # the same window shifted by one (plus one more random token).
+    stream = rng.integers(0, V, (B, T + 1)).astype(np.int32)
+    batch = {"tokens": stream[:, :T].copy(), "targets": stream[:, 1:].copy()}
+    return weights, batch
+
+
+def llama_setup(rng):
+    d = LLAMA_DIMS
+    D, V, T, B, F = d["D"], d["V"], d["T"], d["B"], d["F"]
+    weights = {
+        "wte": draw(rng, (V, D), "normal", 0.02),
+        "norm": draw(rng, (D,), "gain"),
+        "head": draw(rng, (D, V), "normal", 0.02),
+    }
+    for layer in range(d["L"]):
+        pre = "block.%d." % layer
+        weights.update({
+            pre + "attn_norm": draw(rng, (D,), "gain"),
+            pre + "w_qkv": draw(rng, (D, 3 * D), "normal", 0.02),
+            pre + "w_out": draw(rng, (D, D), "normal", 0.02),
+            pre + "mlp_norm": draw(rng, (D,), "gain"),
+            pre + "w_gate": draw(rng, (D, F), "normal", 0.02),
+            pre + "w_up": draw(rng, (D, F), "normal", 0.02),
+            pre + "w_down": draw(rng, (F, D), "normal", 0.02),
+        })
     stream = rng.integers(0, V, (B, T + 1)).astype(np.int32)
     batch = {"tokens": stream[:, :T].copy(), "targets": stream[:, 1:].copy()}
     return weights, batch
@@ -363,6 +439,11 @@ MODELS = {
                   opt=dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8,
                            weight_decay=0.1, clip=0.5, schedule="cosine",
                            warmup=3, final=0.1, total=10)),
+    # test/oracle/llama2l.kiln's train block: gpt2l's settings.
+    "llama2l": dict(loss=llama_loss, setup=llama_setup,
+                    opt=dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8,
+                             weight_decay=0.1, clip=0.5, schedule="cosine",
+                             warmup=3, final=0.1, total=10)),
 }
 
 

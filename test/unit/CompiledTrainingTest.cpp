@@ -1,7 +1,8 @@
 //===- CompiledTrainingTest.cpp - Compiled training steps, end to end -----===//
 //
-// Part of Kiln. The training entries of examples/mlp.kiln and the 2-layer GPT
-// test/oracle/gpt2l.kiln compiled for the cpu (buildTrainFunctions, the
+// Part of Kiln. The training entries of examples/mlp.kiln, the 2-layer GPT
+// test/oracle/gpt2l.kiln and the 2-layer LLaMA test/oracle/llama2l.kiln
+// compiled for the cpu (buildTrainFunctions, the
 // kernel pipeline, the artifact writer) and run through libkiln_runtime's C
 // API on the oracle's weights and batch (test/oracle/README.md), against:
 // - the reference interpreter running the same @train_step: the loss of each
@@ -915,6 +916,9 @@ INSTANTIATE_TEST_SUITE_P(
     Examples, CudaEmulatorTest,
     ::testing::Values(TrainingCase{"mlp", "examples/mlp.kiln", false},
                       TrainingCase{"gpt", "examples/gpt.kiln", false},
+                      // rms_norm, rotary (constant tables, slices, a
+                      // concat), SwiGLU, an untied head.
+                      TrainingCase{"llama", "examples/llama.kiln", false},
                       // The transpose template's kernels, forward and backward.
                       TrainingCase{"transposes",
                                    "test/Target/Cuda/Inputs/transposes.kiln",
@@ -947,6 +951,10 @@ INSTANTIATE_TEST_SUITE_P(
                       TrainingCase{"gpt2l", "test/oracle/gpt2l.kiln", false},
                       TrainingCase{"mlp", "test/oracle/mlp_f64.kiln", true},
                       TrainingCase{"gpt2l", "test/oracle/gpt2l_f64.kiln",
+                                   true},
+                      TrainingCase{"llama2l", "test/oracle/llama2l.kiln",
+                                   false},
+                      TrainingCase{"llama2l", "test/oracle/llama2l_f64.kiln",
                                    true}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name) + (info.param.f64 ? "_f64" : "_f32");
