@@ -47,6 +47,10 @@ FailureOr<EvalValue> ModelEmitter::evaluate(const ast::Expr &expr) {
         StringRef name = e->getName();
         if (const EvalValue *value = lookup(name))
           return *value;
+        // Its statement failed and was reported: fail quietly (before the
+        // dims: a failed `input B` must not read as the dim B).
+        if (isPoisoned(name))
+          return failure();
         auto dim = dims.find(name);
         if (dim != dims.end())
           return EvalValue::ofInt(dim->second, e->getLoc());

@@ -22,6 +22,8 @@ using llvm::StringRef;
 /// The deepest chain of nested function calls: recursion is reported before
 /// this is reached, so it only bounds long non-recursive chains.
 static constexpr size_t kMaxCallDepth = 64;
+/// Calls named by a note under an error in a function body, outermost first.
+static constexpr size_t kMaxCallNotes = 8;
 
 FailureOr<EvalValue> ModelEmitter::callUserFunction(const ast::FnDecl &fn,
                                                     const ast::CallExpr &call) {
@@ -90,6 +92,17 @@ FailureOr<EvalValue> ModelEmitter::callUserFunction(const ast::FnDecl &fn,
                                                        value.origin);
   }
 
+  // An error in the body: say which call it was, in which iteration.
+  unsigned errorsBeforeBody = getNumErrors();
+  bool bodyEmitted = false;
+  // (The outermost kMaxCallNotes calls only: a deep chain is cut short.)
+  llvm::scope_exit noteCall([&] {
+    if (!bodyEmitted && getNumErrors() > errorsBeforeBody &&
+        frames.size() <= kMaxCallNotes)
+      note(call.getLoc(),
+           "in this call of '" + name + "'" + describeIteration());
+  });
+
   // The body: statements, then a final return.
   const ast::StmtList &body = fn.body;
   const ast::ReturnStmt *ret =
@@ -124,6 +137,7 @@ FailureOr<EvalValue> ModelEmitter::callUserFunction(const ast::FnDecl &fn,
     value->origin = call.getLoc();
     results.push_back(*value);
   }
+  bodyEmitted = true;
   if (results.size() == 1)
     return results.front();
   EvalValue tuple;

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -129,6 +130,9 @@ Location ModelEmitter::getLoc(SMLoc loc) {
 LogicalResult ModelEmitter::countOp(SMLoc loc) {
   if (++emittedOps <= kMaxOps)
     return success();
+  // Reported once: the statements after it fail quietly.
+  if (emittedOps > kMaxOps + 1)
+    return failure();
   return error(loc, llvm::formatv("the model expands to more than {0} ops, "
                                   "Kiln's limit; is a loop bound or a dim "
                                   "far too large?",
@@ -206,7 +210,17 @@ OwningOpRef<ModuleOp> ModelEmitter::emit(const ast::Module &parsed) {
 
 LogicalResult ModelEmitter::emitModel(const ast::ModelDecl &model) {
   scopes.emplace_back();
-  if (failed(emitStatements(model.body, /*inModel=*/true)))
+  // Every statement is checked, so that one run reports each error of the
+  // file (up to the diagnostics' limit); a failed statement's names are
+  // poisoned so that their uses do not report again.
+  bool anyFailed = false;
+  for (const ast::StmtPtr &stmt : model.body) {
+    if (succeeded(emitStatement(*stmt, /*inModel=*/true)))
+      continue;
+    anyFailed = true;
+    poisonDefinitions(*stmt);
+  }
+  if (anyFailed)
     return failure();
   if (!batchDim && dims.count("B"))
     batchDim = StringRef("B");
@@ -279,6 +293,48 @@ LogicalResult ModelEmitter::emitStatements(const ast::StmtList &body,
     if (failed(emitStatement(*stmt, inModel)))
       return failure();
   return success();
+}
+
+/// Appends the names `stmt` binds in its scope (a loop: its variable and
+/// what its body binds).
+static void collectDefinitions(const ast::Stmt &stmt,
+                               SmallVectorImpl<StringRef> &names) {
+  if (auto *assign = dyn_cast<ast::AssignStmt>(&stmt))
+    for (const ast::LocatedName &target : assign->getTargets())
+      names.push_back(target.name);
+  else if (auto *input = dyn_cast<ast::InputStmt>(&stmt))
+    names.push_back(input->getName().name);
+  else if (auto *param = dyn_cast<ast::ParamStmt>(&stmt))
+    names.push_back(param->getName().name);
+  else if (auto *dim = dyn_cast<ast::DimStmt>(&stmt))
+    for (const ast::DimBinding &binding : dim->getBindings())
+      names.push_back(binding.name.name);
+  else if (auto *loop = dyn_cast<ast::ForStmt>(&stmt)) {
+    names.push_back(loop->getVar().name);
+    for (const ast::StmtPtr &inner : loop->getBody())
+      collectDefinitions(*inner, names);
+  }
+}
+
+void ModelEmitter::poisonDefinitions(const ast::Stmt &stmt) {
+  SmallVector<StringRef> names;
+  collectDefinitions(stmt, names);
+  for (StringRef name : names) {
+    // A dim of the statement that was defined stays defined.
+    if (isa<ast::DimStmt>(stmt) && dims.count(name))
+      continue;
+    scopes.back().erase(name);
+    poisoned.insert(name);
+  }
+}
+
+std::string ModelEmitter::describeIteration() const {
+  if (loops.empty())
+    return "";
+  SmallVector<std::string> parts;
+  for (const auto &[var, value] : loops)
+    parts.push_back(llvm::formatv("{0} = {1}", var, value).str());
+  return " (" + llvm::join(parts, ", ") + ")";
 }
 
 /// The statement kinds allowed only at model level, for the error message.
@@ -564,8 +620,11 @@ LogicalResult ModelEmitter::emitFor(const ast::ForStmt &stmt, bool inModel) {
   if (dims.count(var))
     return error(stmt.getVar().loc,
                  "the loop variable '" + var + "' hides a dim of that name");
+  loops.emplace_back(var, *begin);
+  llvm::scope_exit popLoop([&] { loops.pop_back(); });
   for (int64_t i = *begin; i < *end; ++i) {
     scopes.back()[var] = EvalValue::ofInt(i, stmt.getVar().loc);
+    loops.back().second = i;
     if (failed(emitStatements(stmt.getBody(), inModel)))
       return failure();
     // Even a loop with an empty body must end.

@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 #include <optional>
@@ -153,6 +154,10 @@ private:
   mlir::LogicalResult emitAssign(const ast::AssignStmt &stmt);
   mlir::LogicalResult emitFor(const ast::ForStmt &stmt, bool inModel);
   mlir::LogicalResult emitModelReturn(const ast::ReturnStmt &stmt);
+  /// After a model statement failed: unbinds the names it would have
+  /// defined and marks them poisoned, so that later uses fail without
+  /// reporting again while the remaining statements are checked.
+  void poisonDefinitions(const ast::Stmt &stmt);
   mlir::LogicalResult emitOutput(const ast::OutputStmt &stmt);
   mlir::LogicalResult finishForward();
 
@@ -179,6 +184,15 @@ public:
 
   /// Looks a name up in the current scope, then among the dims.
   const EvalValue *lookup(llvm::StringRef name) const;
+  /// Whether `name` is unbound because the statement defining it failed.
+  bool isPoisoned(llvm::StringRef name) const {
+    return poisoned.contains(name);
+  }
+  /// Errors reported so far.
+  unsigned getNumErrors() const { return diagnostics.getNumErrors(); }
+  /// " (l = 2, i = 0)": the enclosing loops' variables, innermost last, or
+  /// "" outside loops; errors inside a call name the iteration with it.
+  std::string describeIteration() const;
   /// Names in scope, for suggestions.
   std::vector<llvm::StringRef> namesInScope() const;
 
@@ -212,6 +226,10 @@ private:
   /// Every parameter name, with where it was declared.
   llvm::StringMap<llvm::SMLoc> paramNames;
   llvm::StringMap<llvm::SMLoc> inputNames;
+  /// Names left unbound by a failed statement (poisonDefinitions).
+  llvm::StringSet<> poisoned;
+  /// The loops being emitted, outermost first: variable and value.
+  llvm::SmallVector<std::pair<llvm::StringRef, int64_t>> loops;
 
   /// Results of @forward: the loss first, then outputs in order.
   struct Result {
