@@ -73,6 +73,19 @@ def Graph_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
   let cppNamespace = "::kiln::graph";
 }
 
+/// The comparisons `graph.compare` makes: IEEE ordered, so a NaN compares
+/// false, except `ne`, which is true for it (NumPy's and JAX's rule).
+def Graph_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "elementwise comparison", [
+    I32EnumAttrCase<"Lt", 0, "lt">,
+    I32EnumAttrCase<"Le", 1, "le">,
+    I32EnumAttrCase<"Gt", 2, "gt">,
+    I32EnumAttrCase<"Ge", 3, "ge">,
+    I32EnumAttrCase<"Eq", 4, "eq">,
+    I32EnumAttrCase<"Ne", 5, "ne">]> {
+  let cppNamespace = "::kiln::graph";
+}
+
 /// What `graph.matmul_epilogue` applies to its product (the epilogues a
 /// GPU GEMM library runs as it stores it).
 def Graph_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "GEMM epilogue", [

@@ -101,6 +101,45 @@ def Graph_MinimumOp : Graph_BinaryOp<"minimum",
     "Elementwise minimum: NaN where either is NaN, -0 under +0; a tie splits "
     "the gradient in halves (as JAX and PyTorch).", [Commutative]>;
 
+def Graph_CompareOp : Graph_Op<"compare", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface, ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
+  let summary = "Elementwise comparison as a 1/0 mask of the operands' type.";
+  let description = [{
+    1 where `lhs <predicate> rhs` holds, else 0, in the operands' float type
+    (a mask to multiply by or to give `graph.select`). Ordered comparisons
+    are false where either side is NaN; `ne` is true there. Carries no
+    gradient (its result is piecewise constant).
+    ```mlir
+    %m = graph.compare gt %x, %y : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_ComparePredicate:$predicate,
+                       Graph_FloatTensor:$lhs, Graph_FloatTensor:$rhs);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$predicate $lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Graph_SelectOp : Graph_Op<"select", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Graph_CostOpInterface>,
+    DeclareOpInterfaceMethods<Graph_FusibleOpInterface, ["getFlopsPerElement"]>,
+    DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
+  let summary = "Elementwise choice: on_true where the condition is nonzero.";
+  let description = [{
+    `condition != 0 ? on_true : on_false` per element (a NaN condition is
+    nonzero). The gradient goes to the side chosen, none to the condition.
+    ```mlir
+    %y = graph.select %m, %x, %z : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$condition, Graph_FloatTensor:$on_true,
+                       Graph_FloatTensor:$on_false);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat =
+      "$condition `,` $on_true `,` $on_false attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

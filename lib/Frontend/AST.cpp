@@ -34,6 +34,18 @@ StringRef ast::getBinaryOpSpelling(BinaryOp op) {
     return "maximum";
   case BinaryOp::Minimum:
     return "minimum";
+  case BinaryOp::Less:
+    return "<";
+  case BinaryOp::LessEqual:
+    return "<=";
+  case BinaryOp::Greater:
+    return ">";
+  case BinaryOp::GreaterEqual:
+    return ">=";
+  case BinaryOp::Equal:
+    return "==";
+  case BinaryOp::NotEqual:
+    return "!=";
   }
   return "?";
 }

@@ -52,6 +52,68 @@ static Result emitPow(ModelEmitter &emitter, const CallArguments &args) {
 }
 
 /// maximum(x, y), minimum(x, y): elementwise, broadcasting as `+` does.
+/// where(condition, x, y): x where the condition is nonzero, else y
+/// (graph.select), the three broadcast together; x and y may be numbers.
+/// The condition is a float mask, as comparisons make.
+static Result emitWhere(ModelEmitter &emitter, const CallArguments &args) {
+  FailureOr<EvalValue> condition = args.floatTensor("condition");
+  if (failed(condition))
+    return failure();
+  SMLoc loc = args.getCallLoc();
+  Type element = elementTypeOf(*condition);
+  SmallVector<EvalValue> sides = {args.get("x"), args.get("y")};
+  for (unsigned i = 0; i < 2; ++i) {
+    const EvalValue &side = sides[i];
+    StringRef name = i == 0 ? "x" : "y";
+    if (side.kind == EvalValue::Kind::Word)
+      return emitter.error(args.getLoc(name),
+                           "unknown name '" + side.word + "'");
+    if (!side.isTensor() && !side.isNumber())
+      return emitter.error(args.getLoc(name),
+                           "where's " + name +
+                               " must be a tensor or a number, got " +
+                               side.describe());
+    if (side.isTensor() && elementTypeOf(side) != element)
+      return shapeError(emitter, loc, "where",
+                        "the condition, x and y differ in element type (a "
+                        "mask has its operands' type; cast(x, TYPE))",
+                        {{"condition", *condition}, {name, side}});
+  }
+  std::string message;
+  SmallVector<int64_t> shape(condition->getTensorType().getShape());
+  for (const EvalValue &side : sides) {
+    if (!side.isTensor())
+      continue;
+    FailureOr<SmallVector<int64_t>> joined = graph::inferBroadcastShape(
+        shape, side.getTensorType().getShape(), message);
+    if (failed(joined))
+      return shapeError(emitter, loc, "where", message,
+                        {{"condition", *condition}, {"x", sides[0]},
+                         {"y", sides[1]}});
+    shape = *joined;
+  }
+  if (failed(emitter.countOp(loc)))
+    return failure();
+  auto type = tensorType(shape, element);
+  Location at = emitter.getLoc(loc);
+  SmallVector<Value> operands = {
+      emitter.broadcastTo(condition->tensor, shape, at)};
+  for (EvalValue &side : sides) {
+    if (!side.isTensor()) {
+      FailureOr<EvalValue> splat = emitter.materializeScalar(side, type, loc);
+      if (failed(splat))
+        return failure();
+      side = *splat;
+    }
+    operands.push_back(emitter.broadcastTo(side.tensor, shape, at));
+  }
+  return tensorResult(graph::SelectOp::create(emitter.getBuilder(), at,
+                                              operands[0], operands[1],
+                                              operands[2])
+                          .getResult(),
+                      loc);
+}
+
 template <ast::BinaryOp Op>
 static Result emitExtremum(ModelEmitter &emitter, const CallArguments &args) {
   return emitter.emitBinary(Op, args.getCallLoc(), args.get("x"),
@@ -139,6 +201,7 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["maximum"] = {{x, {"y"}}, emitExtremum<ast::BinaryOp::Maximum>};
     table["minimum"] = {{x, {"y"}}, emitExtremum<ast::BinaryOp::Minimum>};
     table["clamp"] = {{x, opt("min"), opt("max")}, emitClamp};
+    table["where"] = {{{"condition"}, {"x"}, {"y"}}, emitWhere};
     table["matmul"] = {{{"a"}, {"b"}, opt("transpose_a"), opt("transpose_b")},
                        emitMatmul};
     table["transpose"] = {{x, opt("perm")}, emitTranspose};

@@ -282,6 +282,8 @@ static FailureOr<int64_t> foldIntegers(ModelEmitter &emitter, ast::BinaryOp op,
     break;
   case ast::BinaryOp::MatMul:
     return emitter.error(loc, "'@' needs two tensors, got integers");
+  default:
+    llvm_unreachable("comparisons of numbers are refused before folding");
   }
   if (overflow)
     return emitter.error(loc, "integer overflow");
@@ -304,10 +306,27 @@ static double foldFloats(ast::BinaryOp op, double lhs, double rhs) {
     return std::isnan(lhs) || std::isnan(rhs) ? NAN : std::max(lhs, rhs);
   case ast::BinaryOp::Minimum:
     return std::isnan(lhs) || std::isnan(rhs) ? NAN : std::min(lhs, rhs);
-  case ast::BinaryOp::MatMul:
+  default:
     break;
   }
   return 0.0;
+}
+
+static graph::ComparePredicate getComparePredicate(ast::BinaryOp op) {
+  switch (op) {
+  case ast::BinaryOp::Less:
+    return graph::ComparePredicate::Lt;
+  case ast::BinaryOp::LessEqual:
+    return graph::ComparePredicate::Le;
+  case ast::BinaryOp::Greater:
+    return graph::ComparePredicate::Gt;
+  case ast::BinaryOp::GreaterEqual:
+    return graph::ComparePredicate::Ge;
+  case ast::BinaryOp::Equal:
+    return graph::ComparePredicate::Eq;
+  default:
+    return graph::ComparePredicate::Ne;
+  }
 }
 
 FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
@@ -316,6 +335,12 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
   for (const EvalValue *operand : {&lhs, &rhs})
     if (operand->kind == EvalValue::Kind::Word)
       return reportUnknownName(*this, *operand);
+
+  // A comparison makes a mask tensor: one side at least must be a tensor.
+  if (ast::isComparison(op) && lhs.isNumber() && rhs.isNumber())
+    return error(opLoc, "'" + spelling +
+                            "' compares tensors elementwise; both sides are "
+                            "numbers here");
 
   // Numbers fold at compile time; integers stay integers (dim arithmetic).
   if (lhs.isNumber() && rhs.isNumber() && op != ast::BinaryOp::MatMul) {
@@ -435,6 +460,15 @@ FailureOr<EvalValue> ModelEmitter::emitBinary(ast::BinaryOp op, SMLoc opLoc,
     break;
   case ast::BinaryOp::MatMul:
     llvm_unreachable("handled above");
+  case ast::BinaryOp::Less:
+  case ast::BinaryOp::LessEqual:
+  case ast::BinaryOp::Greater:
+  case ast::BinaryOp::GreaterEqual:
+  case ast::BinaryOp::Equal:
+  case ast::BinaryOp::NotEqual:
+    result = graph::CompareOp::create(builder, loc, getComparePredicate(op),
+                                      lhsValue, rhsValue);
+    break;
   }
   return EvalValue::ofTensor(result, opLoc);
 }

@@ -115,6 +115,18 @@ StringRef kiln::getTokenKindName(Token::Kind kind) {
     return "'->'";
   case Token::DotDot:
     return "'..'";
+  case Token::Less:
+    return "'<'";
+  case Token::LessEqual:
+    return "'<='";
+  case Token::Greater:
+    return "'>'";
+  case Token::GreaterEqual:
+    return "'>='";
+  case Token::EqualEqual:
+    return "'=='";
+  case Token::NotEqual:
+    return "'!='";
   }
   return "token";
 }
@@ -223,7 +235,30 @@ Token Lexer::lex() {
   case ';':
     return makeToken(Token::Semicolon, start);
   case '=':
+    if (current != bufferEnd && *current == '=') {
+      ++current;
+      return makeToken(Token::EqualEqual, start);
+    }
     return makeToken(Token::Equal, start);
+  case '<':
+    if (current != bufferEnd && *current == '=') {
+      ++current;
+      return makeToken(Token::LessEqual, start);
+    }
+    return makeToken(Token::Less, start);
+  case '>':
+    if (current != bufferEnd && *current == '=') {
+      ++current;
+      return makeToken(Token::GreaterEqual, start);
+    }
+    return makeToken(Token::Greater, start);
+  case '!':
+    if (current != bufferEnd && *current == '=') {
+      ++current;
+      return makeToken(Token::NotEqual, start);
+    }
+    return lexError(start, "unexpected character '!'; 'not equal' is "
+                           "written '!='");
   case '+':
     return makeToken(Token::Plus, start);
   case '/':

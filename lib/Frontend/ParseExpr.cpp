@@ -6,7 +6,8 @@
 //
 // Expression grammar, lowest precedence first:
 //
-//   expr           := multiplicative (('+' | '-') multiplicative)*
+//   expr           := sum (('<' | '<=' | '>' | '>=' | '==' | '!=') sum)?
+//   sum            := multiplicative (('+' | '-') multiplicative)*
 //   multiplicative := unary (('*' | '/' | '@') unary)*
 //   unary          := '-' unary | power
 //   power          := primary ('**' unary)?          (right associative)
@@ -55,6 +56,24 @@ ExprPtr Parser::makeBinary(const Token &op, ExprPtr lhs, ExprPtr rhs) {
   case Token::At:
     kind = BinaryOp::MatMul;
     break;
+  case Token::Less:
+    kind = BinaryOp::Less;
+    break;
+  case Token::LessEqual:
+    kind = BinaryOp::LessEqual;
+    break;
+  case Token::Greater:
+    kind = BinaryOp::Greater;
+    break;
+  case Token::GreaterEqual:
+    kind = BinaryOp::GreaterEqual;
+    break;
+  case Token::EqualEqual:
+    kind = BinaryOp::Equal;
+    break;
+  case Token::NotEqual:
+    kind = BinaryOp::NotEqual;
+    break;
   default:
     kind = BinaryOp::Pow;
     break;
@@ -72,7 +91,30 @@ ExprPtr Parser::makeBinary(const Token &op, ExprPtr lhs, ExprPtr rhs) {
   return binary;
 }
 
+static bool isComparisonToken(const Token &token) {
+  return token.is(Token::Less) || token.is(Token::LessEqual) ||
+         token.is(Token::Greater) || token.is(Token::GreaterEqual) ||
+         token.is(Token::EqualEqual) || token.is(Token::NotEqual);
+}
+
 ExprPtr Parser::parseExpr() {
+  ExprPtr lhs = parseSum();
+  if (!lhs || !isComparisonToken(tok()))
+    return lhs;
+  Token op = consume();
+  skipNewlines();
+  ExprPtr rhs = parseSum();
+  if (!rhs)
+    return nullptr;
+  // Comparisons do not chain: `a < b < c` would compare a mask with c.
+  if (isComparisonToken(tok()))
+    return error(tok().getLoc(),
+                 "comparisons do not chain; combine masks with '*' "
+                 "(a < b < c is (a < b) * (b < c))");
+  return makeBinary(op, std::move(lhs), std::move(rhs));
+}
+
+ExprPtr Parser::parseSum() {
   ExprPtr lhs = parseMultiplicative();
   while (lhs && (tok().is(Token::Plus) || tok().is(Token::Minus))) {
     Token op = consume();
@@ -295,7 +337,8 @@ bool Parser::checkDimExpr(const Expr &expr, StringRef what) {
     return checkDimExpr(llvm::cast<UnaryExpr>(expr).getOperand(), what);
   case Expr::Kind::Binary: {
     const auto &binary = llvm::cast<BinaryExpr>(expr);
-    if (binary.getOp() == BinaryOp::MatMul || binary.getOp() == BinaryOp::Pow)
+    if (binary.getOp() == BinaryOp::MatMul ||
+        binary.getOp() == BinaryOp::Pow || isComparison(binary.getOp()))
       return reject(expr,
                     "operator '" + getBinaryOpSpelling(binary.getOp()) + "'");
     return checkDimExpr(binary.getLhs(), what) &&

@@ -104,6 +104,7 @@ public:
   //===--------------------------------------------------------------------===//
 
   ast::ExprPtr parseExpr();
+  ast::ExprPtr parseSum();
   ast::ExprPtr parseMultiplicative();
   ast::ExprPtr parseUnary();
   ast::ExprPtr parsePower();

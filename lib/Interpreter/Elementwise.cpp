@@ -138,6 +138,24 @@ static std::function<T(T, T)> getBinaryFunction(Operation *op) {
           return a < b ? a : b;
         };
       })
+      // Ordered comparisons: false on NaN, except `ne`.
+      .Case([](graph::CompareOp compare) -> Fn {
+        switch (compare.getPredicate()) {
+        case graph::ComparePredicate::Lt:
+          return [](T a, T b) { return T(a < b ? 1 : 0); };
+        case graph::ComparePredicate::Le:
+          return [](T a, T b) { return T(a <= b ? 1 : 0); };
+        case graph::ComparePredicate::Gt:
+          return [](T a, T b) { return T(a > b ? 1 : 0); };
+        case graph::ComparePredicate::Ge:
+          return [](T a, T b) { return T(a >= b ? 1 : 0); };
+        case graph::ComparePredicate::Eq:
+          return [](T a, T b) { return T(a == b ? 1 : 0); };
+        case graph::ComparePredicate::Ne:
+          return [](T a, T b) { return T(a != b ? 1 : 0); };
+        }
+        return nullptr;
+      })
       .Default([](Operation *) -> Fn { return nullptr; });
 }
 
@@ -174,6 +192,29 @@ llvm::Expected<Tensor> eval::evaluateBinary(Operation *op, const Tensor &lhs,
   if (err)
     return std::move(err);
   result->roundToElementType();
+  return result;
+}
+
+llvm::Expected<Tensor> eval::evaluateSelect(Operation *op,
+                                            const Tensor &condition,
+                                            const Tensor &onTrue,
+                                            const Tensor &onFalse) {
+  llvm::Expected<Tensor> result = makeResult(op);
+  if (!result)
+    return result.takeError();
+  if (llvm::Error err = requireFloat(op, condition, "condition"))
+    return std::move(err);
+  for (const Tensor *operand : {&condition, &onTrue, &onFalse})
+    if (operand->getShape() != result->getShape() ||
+        operand->getElementType() != result->getElementType())
+      return makeOpError(op, "operand type " + operand->getTypeString() +
+                                 " differs from the result type " +
+                                 result->getTypeString());
+  for (int64_t i = 0, e = result->getNumElements(); i < e; ++i) {
+    double c = condition.getDouble(i);
+    // A NaN condition is nonzero.
+    result->setDouble(i, c != 0.0 ? onTrue.getDouble(i) : onFalse.getDouble(i));
+  }
   return result;
 }
 

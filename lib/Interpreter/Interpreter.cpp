@@ -173,8 +173,12 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             graph::ReluOp, graph::GeluOp>(
           [&](auto) { return bindResult(op, evaluateUnary(op, in(0))); })
       .Case<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp,
-            graph::PowOp, graph::MaximumOp, graph::MinimumOp>([&](auto) {
+            graph::PowOp, graph::MaximumOp, graph::MinimumOp,
+            graph::CompareOp>([&](auto) {
         return bindResult(op, evaluateBinary(op, in(0), in(1)));
+      })
+      .Case([&](graph::SelectOp) {
+        return bindResult(op, evaluateSelect(op, in(0), in(1), in(2)));
       })
       .Case([&](graph::MatmulOp m) {
         return bindResult(op, evaluateMatmul(m, in(0), in(1)));

@@ -67,6 +67,11 @@ void attentionProbabilities(const T *query, const T *keys, int64_t keyDim,
 llvm::Expected<Tensor> evaluateUnary(mlir::Operation *op, const Tensor &input);
 llvm::Expected<Tensor> evaluateBinary(mlir::Operation *op, const Tensor &lhs,
                                       const Tensor &rhs);
+/// `condition != 0 ? on_true : on_false` per element (graph.select).
+llvm::Expected<Tensor> evaluateSelect(mlir::Operation *op,
+                                      const Tensor &condition,
+                                      const Tensor &onTrue,
+                                      const Tensor &onFalse);
 llvm::Expected<Tensor> evaluateCast(graph::CastOp op, const Tensor &input);
 llvm::Expected<Tensor> evaluateConstant(graph::ConstantOp op);
 

@@ -257,7 +257,8 @@ char interestingByte(Rng &rng) {
                                '.', '@', '*', '-', '+', '/', '#', '\n', '\r',
                                '\t', ' ', '0', '9', 'e', 'x', '_', '\0',
                                '\x01', '\x7f', '\x80', '\xbf', '\xc0', '\xe2',
-                               '\xf0', '\xff', '"', '\'', '\\', '$', ';'};
+                               '\xf0', '\xff', '"', '\'', '\\', '$', ';',
+                               '<', '>', '!'};
   if (chance(rng, 0.3))
     return static_cast<char>(pick(rng, 256));
   return bytes[pick(rng, sizeof(bytes))];
@@ -333,7 +334,7 @@ bool isBlank(const std::string &token) {
 const char *const kWords[] = {
     // Keywords and builtins of the language.
     "fn", "model", "train", "param", "input", "output", "dim", "for", "in",
-    "return", "true", "false", "batch", "relu", "gelu", "tanh", "exp", "log", "sigmoid", "silu", "abs", "sin", "cos", "erf", "argmax", "one_hot", "arange", "maximum", "minimum", "clamp", "rms_norm", "mse",
+    "return", "true", "false", "batch", "relu", "gelu", "tanh", "exp", "log", "sigmoid", "silu", "abs", "sin", "cos", "erf", "argmax", "one_hot", "arange", "maximum", "minimum", "clamp", "rms_norm", "mse", "where", "rotary",
     "sqrt", "rsqrt", "neg", "pow", "matmul", "transpose", "reshape",
     "broadcast", "sum", "max", "mean", "slice", "concat", "split", "heads",
     "merge_heads", "embed", "layer_norm", "softmax", "attention",

@@ -76,6 +76,17 @@ TEST(FrontendLexer, Punctuation) {
   EXPECT_EQ(kindsOf(result), expected);
 }
 
+TEST(FrontendLexer, ComparisonOperators) {
+  // The longest match: `<=` is one token, `< =` two; `==` is not `= =`.
+  LexResult result = lexAll("< <= > >= == != < = x==y");
+  std::vector<Token::Kind> expected = {
+      Token::Less,       Token::LessEqual,  Token::Greater,
+      Token::GreaterEqual, Token::EqualEqual, Token::NotEqual,
+      Token::Less,       Token::Equal,      Token::Identifier,
+      Token::EqualEqual, Token::Identifier, Token::Eof};
+  EXPECT_EQ(kindsOf(result), expected);
+}
+
 TEST(FrontendLexer, NewlinesAndCommentsCollapse) {
   LexResult result = lexAll("a # comment\n\n   # another\r\n\t b\n");
   std::vector<Token::Kind> expected = {Token::Identifier, Token::Newline,

@@ -402,7 +402,7 @@ const ErrorCase kErrorCases[] = {
     {"model m {\n  y = 99999999999999999999\n}\n",
      "2:7: integer literal is too large (the maximum is "
      "9223372036854775807)"},
-    {"model m {\n  y = 1 == 2\n}\n",
+    {"model m {\n  y = 1 = 2\n}\n",
      "2:9: expected a newline or ';' after the statement, found '='"},
     {"model m {\n  batch = 3\n}\n",
      "2:11: expected the name of the batch dim, found number '3'"},

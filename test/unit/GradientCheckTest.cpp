@@ -347,6 +347,19 @@ INSTANTIATE_TEST_SUITE_P(
                {},
                "  %y = graph.minimum %x, %x : tensor<3x4xf64>\n",
                "3x4"},
+        // where(a > b, a, b) and where(a <= b, 2a, b^2): the gradient goes
+        // to the side chosen; the comparison passes none.
+        OpCase{"compare_select",
+               {{"a", "3x4"}, {"b", "3x4"}},
+               {},
+               "  %c = graph.compare gt %a, %b : tensor<3x4xf64>\n"
+               "  %m = graph.select %c, %a, %b : tensor<3x4xf64>\n"
+               "  %d = graph.compare le %a, %b : tensor<3x4xf64>\n"
+               "  %a2 = graph.add %a, %a : tensor<3x4xf64>\n"
+               "  %b2 = graph.mul %b, %b : tensor<3x4xf64>\n"
+               "  %n = graph.select %d, %a2, %b2 : tensor<3x4xf64>\n"
+               "  %y = graph.add %m, %n : tensor<3x4xf64>\n",
+               "3x4"},
         OpCase{"mul_same_value_twice",
                {{"x", "3x4"}},
                {},

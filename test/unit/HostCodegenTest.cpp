@@ -93,6 +93,23 @@ static const OpCase kOpCases[] = {
     BINARY("div", -3.0), BINARY("pow", 0.1), BINARY("maximum", -3.0),
     BINARY("minimum", -3.0),
 #undef BINARY
+    // Comparisons (NaN: ordered false, ne true) and select (a NaN
+    // condition is nonzero); log(a) is NaN where a < 0.
+    {"compare_select",
+     "func.func @forward(" ARG("a", "tensor<4x33x$T>") ", " ARG("b", "tensor<4x33x$T>") ") -> "
+     "(tensor<4x33x$T> {graph.output = \"lt\"}, tensor<4x33x$T> {graph.output = \"ne\"}, "
+     "tensor<4x33x$T> {graph.output = \"eq\"}, tensor<4x33x$T> {graph.output = \"ge\"}, "
+     "tensor<4x33x$T> {graph.output = \"s\"}, tensor<4x33x$T> {graph.output = \"t\"}) {\n"
+     "  %l = graph.log %a : tensor<4x33x$T>\n"
+     "  %lt = graph.compare lt %l, %b : tensor<4x33x$T>\n"
+     "  %ne = graph.compare ne %l, %l : tensor<4x33x$T>\n"
+     "  %eq = graph.compare eq %a, %a : tensor<4x33x$T>\n"
+     "  %ge = graph.compare ge %a, %b : tensor<4x33x$T>\n"
+     "  %s = graph.select %lt, %a, %b : tensor<4x33x$T>\n"
+     "  %t = graph.select %l, %b, %a : tensor<4x33x$T>\n"
+     "  return %lt, %ne, %eq, %ge, %s, %t : tensor<4x33x$T>, tensor<4x33x$T>, "
+     "tensor<4x33x$T>, tensor<4x33x$T>, tensor<4x33x$T>, tensor<4x33x$T>\n}",
+     {{"a", {-3.0, 3.0}}, {"b", {0.5, 2.0}}}},
     {"broadcast",
      "func.func @forward(" ARG("a", "tensor<7x$T>") ", " ARG("b", "tensor<5x1x$T>") ") -> "
      "(tensor<3x5x7x$T> {graph.output = \"y\"}, tensor<2x5x6x$T> {graph.output = \"z\"}) {\n"

@@ -167,7 +167,26 @@ private:
 };
 
 /// The infix operators.
-enum class BinaryOp { Add, Sub, Mul, Div, MatMul, Pow, Maximum, Minimum };
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  MatMul,
+  Pow,
+  Maximum,
+  Minimum,
+  // Comparisons, the lowest precedence: a 1/0 mask of the operands' type.
+  Less,
+  LessEqual,
+  Greater,
+  GreaterEqual,
+  Equal,
+  NotEqual,
+};
+
+/// Whether `op` is one of `<`, `<=`, `>`, `>=`, `==`, `!=`.
+inline bool isComparison(BinaryOp op) { return op >= BinaryOp::Less; }
 
 /// Returns the operator as written: "+", "-", "*", "/", "@", "**"; the
 /// elementwise builtins that share the operators' broadcasting

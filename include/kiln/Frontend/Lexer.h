@@ -77,6 +77,12 @@ struct Token {
     StarStar, ///< `**`
     Arrow,    ///< `->`
     DotDot,   ///< `..`
+    Less,         ///< `<`
+    LessEqual,    ///< `<=`
+    Greater,      ///< `>`
+    GreaterEqual, ///< `>=`
+    EqualEqual,   ///< `==`
+    NotEqual,     ///< `!=`
   };
 
   Kind kind = Eof;

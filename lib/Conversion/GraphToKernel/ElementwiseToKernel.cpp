@@ -119,6 +119,8 @@ void kiln::populateElementwiseToKernelPatterns(
   patterns.add<ElementwiseToKernel<graph::PowOp>>();
   patterns.add<ElementwiseToKernel<graph::MaximumOp>>();
   patterns.add<ElementwiseToKernel<graph::MinimumOp>>();
+  patterns.add<ElementwiseToKernel<graph::CompareOp>>();
+  patterns.add<ElementwiseToKernel<graph::SelectOp>>();
   patterns.add<ElementwiseToKernel<graph::ReluGradOp>>();
   patterns.add<ElementwiseToKernel<graph::GeluGradOp>>();
   patterns.add<CastToKernel>();

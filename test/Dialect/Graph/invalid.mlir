@@ -723,3 +723,27 @@ func.func @one_hot_classes(%y: tensor<32xi32>) -> tensor<32x0xf32> {
   %0 = graph.one_hot %y : tensor<32xi32> -> tensor<32x0xf32>
   return %0 : tensor<32x0xf32>
 }
+
+// -----
+
+func.func @compare_types(%a: tensor<4x8xf32>, %b: tensor<4x8xf64>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "graph.compare"(%a, %b) {predicate = 0 : i32} : (tensor<4x8xf32>, tensor<4x8xf64>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @compare_predicate(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{attribute 'predicate' failed to satisfy constraint}}
+  %0 = "graph.compare"(%a, %a) {predicate = 9 : i32} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @select_shapes(%c: tensor<4x8xf32>, %a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "graph.select"(%c, %a, %b) : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -46,6 +46,19 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %13 : tensor<4x8xf32>
 }
 
+// CHECK-LABEL: func.func @compare_select
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<4x8xf32>)
+func.func @compare_select(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[LT:.*]] = graph.compare lt %[[A]], %[[B]] : tensor<4x8xf32>
+  // CHECK: %[[NE:.*]] = graph.compare ne %[[LT]], %[[B]] : tensor<4x8xf32>
+  // CHECK: %[[S:.*]] = graph.select %[[NE]], %[[A]], %[[B]] : tensor<4x8xf32>
+  // CHECK: return %[[S]]
+  %0 = graph.compare lt %a, %b : tensor<4x8xf32>
+  %1 = graph.compare ne %0, %b : tensor<4x8xf32>
+  %2 = graph.select %1, %a, %b : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+
 // CHECK-LABEL: func.func @binary
 // CHECK-SAME: (%[[A:.*]]: tensor<4x8xbf16>, %[[B:.*]]: tensor<4x8xbf16>)
 func.func @binary(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) -> tensor<4x8xbf16> {

@@ -79,6 +79,8 @@ KILN_IDENTITY_MAPS(DivOp)
 KILN_IDENTITY_MAPS(PowOp)
 KILN_IDENTITY_MAPS(MaximumOp)
 KILN_IDENTITY_MAPS(MinimumOp)
+KILN_IDENTITY_MAPS(CompareOp)
+KILN_IDENTITY_MAPS(SelectOp)
 KILN_IDENTITY_MAPS(CastOp)
 KILN_IDENTITY_MAPS(ReluGradOp)
 KILN_IDENTITY_MAPS(GeluGradOp)
@@ -219,6 +221,47 @@ Value MinimumOp::buildScalar(OpBuilder &b, Location loc, unsigned,
   return arith::MinimumFOp::create(b, loc, in[0], in[1]);
 }
 int64_t MinimumOp::getFlopsPerElement() { return 1; }
+
+/// 1 or 0 in the operands' type; ordered predicates (false on NaN) but for
+/// `ne` (true on NaN).
+Value CompareOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                             ValueRange in) {
+  arith::CmpFPredicate predicate = arith::CmpFPredicate::OLT;
+  switch (getPredicate()) {
+  case ComparePredicate::Lt:
+    predicate = arith::CmpFPredicate::OLT;
+    break;
+  case ComparePredicate::Le:
+    predicate = arith::CmpFPredicate::OLE;
+    break;
+  case ComparePredicate::Gt:
+    predicate = arith::CmpFPredicate::OGT;
+    break;
+  case ComparePredicate::Ge:
+    predicate = arith::CmpFPredicate::OGE;
+    break;
+  case ComparePredicate::Eq:
+    predicate = arith::CmpFPredicate::OEQ;
+    break;
+  case ComparePredicate::Ne:
+    predicate = arith::CmpFPredicate::UNE;
+    break;
+  }
+  Scalar f{b, loc, in[0].getType()};
+  Value holds = arith::CmpFOp::create(b, loc, predicate, in[0], in[1]);
+  return arith::SelectOp::create(b, loc, holds, f.c(1.0), f.c(0.0));
+}
+int64_t CompareOp::getFlopsPerElement() { return 1; }
+
+/// condition != 0 (NaN included) ? on_true : on_false.
+Value SelectOp::buildScalar(OpBuilder &b, Location loc, unsigned,
+                            ValueRange in) {
+  Scalar f{b, loc, in[0].getType()};
+  Value chosen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                       in[0], f.c(0.0));
+  return arith::SelectOp::create(b, loc, chosen, in[1], in[2]);
+}
+int64_t SelectOp::getFlopsPerElement() { return 1; }
 
 /// Float to float rounds to nearest even, float to integer truncates toward
 /// zero, integer to float rounds, i64 to i32 wraps, i32 to i64 extends.

@@ -288,6 +288,30 @@ LogicalResult MinimumOp::buildVJP(OpBuilder &builder,
   return success();
 }
 
+/// A comparison's result is piecewise constant: no gradient to either side.
+LogicalResult CompareOp::buildVJP(OpBuilder &, ArrayRef<Value>,
+                                  SmallVectorImpl<Value> &operandCotangents) {
+  operandCotangents.append(2, Value());
+  return success();
+}
+
+/// d on_true = select(c, dy, 0), d on_false = select(c, 0, dy); the
+/// condition gets none.
+LogicalResult SelectOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
+                                 SmallVectorImpl<Value> &operandCotangents) {
+  Location loc = getLoc();
+  Type type = getType();
+  Value zero = buildSplat(builder, loc, cast<RankedTensorType>(type), 0.0);
+  operandCotangents.push_back(Value());
+  operandCotangents.push_back(SelectOp::create(builder, loc, type,
+                                               getCondition(), cotangents[0],
+                                               zero));
+  operandCotangents.push_back(SelectOp::create(builder, loc, type,
+                                               getCondition(), zero,
+                                               cotangents[0]));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Casts and dropout
 //===----------------------------------------------------------------------===//
