@@ -56,6 +56,11 @@ Result emitSum(ModelEmitter &emitter, const CallArguments &args);
 Result emitMax(ModelEmitter &emitter, const CallArguments &args);
 Result emitMean(ModelEmitter &emitter, const CallArguments &args);
 
+// Convolution and pooling (BuiltinsConv.cpp).
+Result emitConv2d(ModelEmitter &emitter, const CallArguments &args);
+Result emitMaxPool2d(ModelEmitter &emitter, const CallArguments &args);
+Result emitAvgPool2d(ModelEmitter &emitter, const CallArguments &args);
+
 // Neural-network ops (BuiltinsNN.cpp).
 Result emitEmbed(ModelEmitter &emitter, const CallArguments &args);
 Result emitLayerNorm(ModelEmitter &emitter, const CallArguments &args);

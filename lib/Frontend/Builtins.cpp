@@ -222,6 +222,11 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["rms_norm"] = {{x, {"gamma"}, opt("eps")}, emitRmsNorm};
     table["mse"] = {{{"a"}, {"b"}}, emitMse};
     table["rotary"] = {{x, opt("base")}, emitRotary};
+    table["conv2d"] = {{x, {"w"}, opt("stride"), opt("padding")}, emitConv2d};
+    table["max_pool2d"] = {{x, {"kernel"}, opt("stride"), opt("padding")},
+                           emitMaxPool2d};
+    table["avg_pool2d"] = {{x, {"kernel"}, opt("stride"), opt("padding")},
+                           emitAvgPool2d};
     table["softmax"] = {{x, opt("axis")}, emitSoftmax};
     table["attention"] = {{{"q"}, {"k"}, {"v"}, opt("causal"), opt("scale")},
                           emitAttention};
