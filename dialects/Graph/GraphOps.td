@@ -101,6 +101,25 @@ def Graph_MinimumOp : Graph_BinaryOp<"minimum",
     "Elementwise minimum: NaN where either is NaN, -0 under +0; a tie splits "
     "the gradient in halves (as JAX and PyTorch).", [Commutative]>;
 
+def Graph_IfTrainingOp : Graph_Op<"if_training", [Pure,
+    AllTypesMatch<["training", "inference", "result"]>]> {
+  let summary = "One value while training, another in inference.";
+  let description = [{
+    `training` in the entries that train (`train_step`, `accumulate_step`,
+    `grad_step`), `inference` in `eval_step` and `predict` (batch_norm's
+    batch statistics against its running ones). The passes that build those
+    entries resolve it (`graph::resolveTrainingPhase`) before autodiff,
+    fusion and lowering; the interpreter, which runs `@forward` as is, takes
+    `inference`.
+    ```mlir
+    %y = graph.if_training %batch_normed, %running_normed : tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_FloatTensor:$training, Graph_FloatTensor:$inference);
+  let results = (outs Graph_FloatTensor:$result);
+  let assemblyFormat = "$training `,` $inference attr-dict `:` type($result)";
+}
+
 def Graph_CompareOp : Graph_Op<"compare", [Pure, SameOperandsAndResultType,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_FusibleOpInterface, ["getFlopsPerElement"]>,

@@ -245,7 +245,7 @@ void ModulePrinter::printStmt(const Stmt &stmt, unsigned indent) {
   }
   case Stmt::Kind::Param: {
     const auto &param = llvm::cast<ParamStmt>(stmt);
-    printHeader(indent, "param", stmt.getLoc());
+    printHeader(indent, param.isBuffer() ? "buffer" : "param", stmt.getLoc());
     os << ' ' << param.getName().name << " : ";
     printType(param.getType(), os);
     os << " = ";

@@ -67,6 +67,7 @@ Result emitLayerNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitRmsNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitMse(ModelEmitter &emitter, const CallArguments &args);
 Result emitRotary(ModelEmitter &emitter, const CallArguments &args);
+Result emitBatchNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitSoftmax(ModelEmitter &emitter, const CallArguments &args);
 Result emitAttention(ModelEmitter &emitter, const CallArguments &args);
 Result emitCrossEntropy(ModelEmitter &emitter, const CallArguments &args);

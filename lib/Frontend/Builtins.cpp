@@ -222,6 +222,14 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["rms_norm"] = {{x, {"gamma"}, opt("eps")}, emitRmsNorm};
     table["mse"] = {{{"a"}, {"b"}}, emitMse};
     table["rotary"] = {{x, opt("base")}, emitRotary};
+    table["batch_norm"] = {{x,
+                            {"gamma"},
+                            {"beta"},
+                            {"mean"},
+                            {"var"},
+                            opt("momentum"),
+                            opt("eps")},
+                           emitBatchNorm};
     table["conv2d"] = {{x, {"w"}, opt("stride"), opt("padding")}, emitConv2d};
     table["max_pool2d"] = {{x, {"kernel"}, opt("stride"), opt("padding")},
                            emitMaxPool2d};

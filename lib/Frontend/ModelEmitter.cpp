@@ -250,7 +250,9 @@ LogicalResult ModelEmitter::finishForward() {
     resultTypes.push_back(result.value.getType());
     resultValues.push_back(result.value);
     SmallVector<NamedAttribute> attrs = {builder.getNamedAttr(
-        graph::GraphDialect::kOutputAttr, builder.getStringAttr(result.name))};
+        result.isUpdate ? graph::GraphDialect::kUpdateAttr
+                        : graph::GraphDialect::kOutputAttr,
+        builder.getStringAttr(result.name))};
     if (result.isLoss)
       attrs.push_back(builder.getNamedAttr(graph::GraphDialect::kLossAttr,
                                            builder.getUnitAttr()));
@@ -474,10 +476,11 @@ LogicalResult ModelEmitter::emitParam(const ast::ParamStmt &stmt) {
   FailureOr<RankedTensorType> type = evaluateType(stmt.getType());
   if (failed(type))
     return failure();
+  StringRef what = stmt.isBuffer() ? "buffer" : "parameter";
   if (!isa<FloatType>(type->getElementType()))
     return error(stmt.getType().loc,
-                 "parameters must have a floating-point type (f32, f64, f16 "
-                 "or bf16)");
+                 what + "s must have a floating-point type (f32, f64, f16 "
+                        "or bf16)");
   FailureOr<DictionaryAttr> init =
       evaluateInit(stmt.getInit(), cast<FloatType>(type->getElementType()));
   if (failed(init))
@@ -489,12 +492,19 @@ LogicalResult ModelEmitter::emitParam(const ast::ParamStmt &stmt) {
   auto [it, inserted] = paramNames.try_emplace(name, stmt.getName().loc);
   if (!inserted) {
     (void)error(stmt.getName().loc,
-                "parameter '" + name + "' is declared twice");
+                what + " '" + name + "' is declared twice");
     note(it->second, "first declared here");
     return failure();
   }
+  // A buffer is state: the runtime initializes it, keeps it between steps
+  // and saves it in checkpoints; only the train step writes it.
   Value argument = addForwardArgument(
-      *type, stmt.getName().loc, graph::GraphDialect::kParamAttr, name, *init);
+      *type, stmt.getName().loc,
+      stmt.isBuffer() ? graph::GraphDialect::kStateAttr
+                      : graph::GraphDialect::kParamAttr,
+      name, *init);
+  if (stmt.isBuffer())
+    bufferNames[argument] = {name, stmt.getName().loc};
   scopes.back()[localName] = EvalValue::ofTensor(argument, stmt.getName().loc);
   return success();
 }
@@ -668,7 +678,7 @@ LogicalResult ModelEmitter::emitModelReturn(const ast::ReturnStmt &stmt) {
 LogicalResult ModelEmitter::emitOutput(const ast::OutputStmt &stmt) {
   StringRef name = stmt.getName().name;
   for (const Result &result : results)
-    if (result.name == name) {
+    if (!result.isUpdate && result.name == name) {
       (void)error(stmt.getName().loc,
                   "an output is already called '" + name + "'");
       note(result.loc, "the first one is here");
@@ -680,6 +690,33 @@ LogicalResult ModelEmitter::emitOutput(const ast::OutputStmt &stmt) {
   results.push_back(
       {name.str(), value->tensor, /*isLoss=*/false, stmt.getName().loc});
   scopes.back()[name] = *value;
+  return success();
+}
+
+LogicalResult ModelEmitter::updateBuffer(const EvalValue &buffer, Value next,
+                                         SMLoc loc, StringRef role) {
+  auto it = bufferNames.find(buffer.tensor);
+  if (it == bufferNames.end()) {
+    (void)error(loc, role + " must be a buffer ('buffer NAME : TYPE = INIT'), "
+                            "which the train step updates; got " +
+                         buffer.describe());
+    noteOrigin(buffer, role);
+    return failure();
+  }
+  const BufferInfo &info = it->second;
+  auto [previous, inserted] = bufferUpdates.try_emplace(info.name, loc);
+  if (!inserted) {
+    (void)error(loc, "buffer '" + info.name + "' is updated twice");
+    note(previous->second, "first updated here");
+    return failure();
+  }
+  Result update;
+  update.name = info.name;
+  update.value = next;
+  update.isLoss = false;
+  update.loc = loc;
+  update.isUpdate = true;
+  results.push_back(update);
   return success();
 }
 

@@ -188,6 +188,11 @@ public:
   bool isPoisoned(llvm::StringRef name) const {
     return poisoned.contains(name);
   }
+  /// Makes `next` the value the train step gives `buffer` (a value bound by
+  /// a `buffer` declaration; each is updated once). `role` names the
+  /// argument in errors.
+  mlir::LogicalResult updateBuffer(const EvalValue &buffer, mlir::Value next,
+                                   llvm::SMLoc loc, llvm::StringRef role);
   /// Errors reported so far.
   unsigned getNumErrors() const { return diagnostics.getNumErrors(); }
   /// " (l = 2, i = 0)": the enclosing loops' variables, innermost last, or
@@ -226,6 +231,14 @@ private:
   /// Every parameter name, with where it was declared.
   llvm::StringMap<llvm::SMLoc> paramNames;
   llvm::StringMap<llvm::SMLoc> inputNames;
+  /// Buffers by their @forward argument: qualified name and declaration.
+  struct BufferInfo {
+    std::string name;
+    llvm::SMLoc loc;
+  };
+  llvm::DenseMap<mlir::Value, BufferInfo> bufferNames;
+  /// Buffers given an update, with where (each is updated once).
+  llvm::StringMap<llvm::SMLoc> bufferUpdates;
   /// Names left unbound by a failed statement (poisonDefinitions).
   llvm::StringSet<> poisoned;
   /// The loops being emitted, outermost first: variable and value.
@@ -237,6 +250,8 @@ private:
     mlir::Value value;
     bool isLoss;
     llvm::SMLoc loc;
+    /// The next value of the buffer `name` (a `graph.update` result).
+    bool isUpdate = false;
   };
   std::vector<Result> results;
   bool hasReturn = false;

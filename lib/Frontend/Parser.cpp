@@ -326,6 +326,10 @@ StmtPtr Parser::parseStatement(BodyKind kind, bool inLoop) {
   case Token::KwReturn:
     return parseReturn(kind, inLoop);
   case Token::Identifier:
+    // `buffer NAME : ...`: a contextual keyword, so `buffer` stays usable as
+    // a name elsewhere.
+    if (tok().spelling == "buffer" && peekNext().is(Token::Identifier))
+      return parseParam(inLoop, /*buffer=*/true);
     if (kind == BodyKind::Model && tok().spelling == "batch" &&
         peekNext().is(Token::Equal)) {
       if (inLoop)
@@ -391,28 +395,36 @@ StmtPtr Parser::parseInput(BodyKind kind, bool inLoop) {
   return std::make_unique<InputStmt>(rangeFrom(start), *name, std::move(*type));
 }
 
-StmtPtr Parser::parseParam(bool inLoop) {
+StmtPtr Parser::parseParam(bool inLoop, bool buffer) {
+  StringRef keyword = buffer ? "buffer" : "param";
+  StringRef what = buffer ? "buffer" : "parameter";
   if (inLoop)
     return reportMisplaced(*this,
-                           "'param' is not allowed inside a 'for' loop; "
-                           "declare it in a function called from the loop "
-                           "(its parameters are numbered per call)");
+                           "'" + keyword.str() +
+                               "' is not allowed inside a 'for' loop; "
+                               "declare it in a function called from the loop "
+                               "(its " +
+                               what.str() + "s are numbered per call)");
   SMLoc start = consume().getLoc();
-  std::optional<LocatedName> name = parseName("a parameter name");
-  if (!name || !expect(Token::Colon, "after the parameter name"))
+  std::optional<LocatedName> name = parseName(buffer ? "a buffer name"
+                                                     : "a parameter name");
+  if (!name || !expect(Token::Colon, buffer ? "after the buffer name"
+                                            : "after the parameter name"))
     return nullptr;
-  std::optional<TypeExpr> type = parseType("for the parameter");
+  std::optional<TypeExpr> type =
+      parseType(buffer ? "for the buffer" : "for the parameter");
   if (!type)
     return nullptr;
   if (tok().isNot(Token::Equal))
     return errorExpected("'=' and an initializer such as 'zeros' or "
-                         "'normal(0.02)' after the parameter type");
+                         "'normal(0.02)' after the " +
+                         what.str() + " type");
   consume();
   ExprPtr init = parseExpr();
   if (!init)
     return nullptr;
   return std::make_unique<ParamStmt>(rangeFrom(start), *name, std::move(*type),
-                                     std::move(init));
+                                     std::move(init), buffer);
 }
 
 StmtPtr Parser::parseAssign() {

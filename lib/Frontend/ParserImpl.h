@@ -137,7 +137,7 @@ public:
   ast::StmtPtr parseDim(BodyKind kind, bool inLoop);
   ast::StmtPtr parseBatch();
   ast::StmtPtr parseInput(BodyKind kind, bool inLoop);
-  ast::StmtPtr parseParam(bool inLoop);
+  ast::StmtPtr parseParam(bool inLoop, bool buffer = false);
   ast::StmtPtr parseAssign();
   ast::StmtPtr parseFor(BodyKind kind);
   ast::StmtPtr parseReturn(BodyKind kind, bool inLoop);

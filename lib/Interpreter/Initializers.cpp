@@ -91,12 +91,11 @@ llvm::Expected<Tensor> kiln::interp::initializeParameter(llvm::StringRef name,
               "' (expected zeros, ones, constant, normal or uniform)");
 }
 
-llvm::Expected<llvm::SmallVector<InitializedParameter>>
-kiln::interp::initializeParameters(func::FuncOp function, uint64_t seed) {
+static llvm::Expected<llvm::SmallVector<InitializedParameter>>
+initializeNamed(func::FuncOp function, uint64_t seed, StringRef attr) {
   llvm::SmallVector<InitializedParameter> parameters;
   for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
-    auto name = function.getArgAttrOfType<StringAttr>(
-        i, graph::GraphDialect::kParamAttr);
+    auto name = function.getArgAttrOfType<StringAttr>(i, attr);
     if (!name)
       continue;
     Location location = function.isExternal()
@@ -123,4 +122,14 @@ kiln::interp::initializeParameters(func::FuncOp function, uint64_t seed) {
     parameters.push_back({i, name.getValue().str(), std::move(*value)});
   }
   return parameters;
+}
+
+llvm::Expected<llvm::SmallVector<InitializedParameter>>
+kiln::interp::initializeParameters(func::FuncOp function, uint64_t seed) {
+  return initializeNamed(function, seed, graph::GraphDialect::kParamAttr);
+}
+
+llvm::Expected<llvm::SmallVector<InitializedParameter>>
+kiln::interp::initializeBuffers(func::FuncOp function, uint64_t seed) {
+  return initializeNamed(function, seed, graph::GraphDialect::kStateAttr);
 }

@@ -177,6 +177,8 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             graph::CompareOp>([&](auto) {
         return bindResult(op, evaluateBinary(op, in(0), in(1)));
       })
+      // @forward as written is the model in inference (eval_step's view).
+      .Case([&](graph::IfTrainingOp) { return bindResult(op, Tensor(in(1))); })
       .Case([&](graph::SelectOp) {
         return bindResult(op, evaluateSelect(op, in(0), in(1), in(2)));
       })

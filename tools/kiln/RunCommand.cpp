@@ -12,6 +12,7 @@
 #include "ModelLoading.h"
 
 #include "kiln/Dialect/Graph/Analysis/ModelSummary.h"
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Graph/Transforms/Autodiff.h"
 #include "kiln/HalfFloats.h"
@@ -198,8 +199,12 @@ static Error loadWeights(mlir::func::FuncOp forward, StringRef modelName,
   SmallVector<std::string> missing;
   int64_t loaded = 0;
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    // Parameters, and buffers (the forward's state), which checkpoints hold.
     auto name = forward.getArgAttrOfType<mlir::StringAttr>(
         i, graph::GraphDialect::kParamAttr);
+    if (!name)
+      name = forward.getArgAttrOfType<mlir::StringAttr>(
+          i, graph::GraphDialect::kStateAttr);
     if (!name)
       continue;
     const safetensors::Tensor *stored = file.find(name.str());
@@ -341,9 +346,16 @@ int kiln::cli::runRun() {
   if (!params)
     return fail(toString(params.takeError()));
 
+  Expected<SmallVector<interp::InitializedParameter>> buffers =
+      interp::initializeBuffers(forward, runSeed);
+  if (!buffers)
+    return fail(toString(buffers.takeError()));
+
   SmallVector<interp::Tensor> arguments(forward.getNumArguments());
   for (interp::InitializedParameter &param : *params)
     arguments[param.argumentIndex] = std::move(param.value);
+  for (interp::InitializedParameter &buffer : *buffers)
+    arguments[buffer.argumentIndex] = std::move(buffer.value);
   if (!runWeights.empty() && runSeed.getNumOccurrences() && !randomInputs)
     return fail("--seed seeds the initializers and --random-inputs; with "
                 "--weights and no --random-inputs it would do nothing");
@@ -396,15 +408,26 @@ int kiln::cli::runRun() {
 
   // kiln grad: the forward and its backward (the loss, the outputs, then
   // each parameter's gradient), with the forward's arguments.
+  // kiln grad differentiates the training phase (batch statistics); kiln
+  // run evaluates the model in inference (running statistics), as
+  // eval_step and predict do.
   mlir::func::FuncOp function = forward;
   if (kiln::cli::gradCommand) {
     mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
                                              model->context.get());
+    mlir::func::FuncOp training = forward.clone();
+    training.setSymName("__kiln_forward_training");
+    model->module->getBody()->getOperations().insertAfter(
+        mlir::Block::iterator(forward), training);
+    graph::resolveTrainingPhase(training, /*training=*/true);
     mlir::FailureOr<mlir::func::FuncOp> built =
-        graph::buildGradientFunction(forward, "grad_step");
+        graph::buildGradientFunction(training, "grad_step");
+    training.erase();
     if (failed(built))
       return 1;
     function = *built;
+  } else {
+    graph::resolveTrainingPhase(forward, /*training=*/false);
   }
 
   auto start = std::chrono::steady_clock::now();
@@ -432,6 +455,9 @@ int kiln::cli::runRun() {
   }
   safetensors::TensorFile gradients;
   for (unsigned i = 0, e = function.getNumResults(); i < e; ++i) {
+    // A buffer's next value (grad_step of a model with batch_norm).
+    if (function.getResultAttr(i, graph::GraphDialect::kUpdateAttr))
+      continue;
     auto nameAttr = function.getResultAttrOfType<mlir::StringAttr>(
         i, graph::GraphDialect::kOutputAttr);
     auto gradAttr = function.getResultAttrOfType<mlir::StringAttr>(

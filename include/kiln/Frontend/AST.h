@@ -381,18 +381,23 @@ private:
 /// `uniform(-0.1, 0.1)`, `constant(0.5)`); IR generation validates it.
 class ParamStmt : public Stmt {
 public:
-  ParamStmt(llvm::SMRange range, LocatedName name, TypeExpr type, ExprPtr init)
+  ParamStmt(llvm::SMRange range, LocatedName name, TypeExpr type, ExprPtr init,
+            bool buffer = false)
       : Stmt(Kind::Param, range), name(name), type(std::move(type)),
-        init(std::move(init)) {}
+        init(std::move(init)), buffer(buffer) {}
   const LocatedName &getName() const { return name; }
   const TypeExpr &getType() const { return type; }
   const Expr &getInit() const { return *init; }
+  /// `buffer NAME : TYPE = INIT`: non-trainable state (batch_norm's running
+  /// statistics) rather than a parameter.
+  bool isBuffer() const { return buffer; }
   static bool classof(const Stmt *s) { return s->getKind() == Kind::Param; }
 
 private:
   LocatedName name;
   TypeExpr type;
   ExprPtr init;
+  bool buffer;
 };
 
 /// `x = expr` or `q, k, v = expr` (the value then is a tuple-valued call).

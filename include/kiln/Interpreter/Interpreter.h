@@ -109,6 +109,10 @@ struct InitializedParameter {
 /// argument order. A parameter without `graph.init` is an error.
 llvm::Expected<llvm::SmallVector<InitializedParameter>>
 initializeParameters(mlir::func::FuncOp function, uint64_t seed);
+/// The same for the `graph.state` arguments of `function` -- @forward's are
+/// the model's buffers (batch_norm's running statistics).
+llvm::Expected<llvm::SmallVector<InitializedParameter>>
+initializeBuffers(mlir::func::FuncOp function, uint64_t seed);
 
 } // namespace kiln::interp
 

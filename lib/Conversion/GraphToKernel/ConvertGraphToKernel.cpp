@@ -10,6 +10,7 @@
 #include "kiln/Conversion/GraphToKernel/GraphToKernel.h"
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -247,6 +248,11 @@ struct ConvertGraphToKernelPass
         function.emitError() << "graph functions have a single block";
         return signalPassFailure();
       }
+      // @forward becomes eval_step and predict: batch statistics give way
+      // to running ones, and no state is updated. (The train entries were
+      // built from its training phase.)
+      if (function.getSymName() == "forward")
+        graph::resolveTrainingPhase(function, /*training=*/false);
       eraseDeadOps(function);
       if (function.getSymName() == "forward") {
         if (func::FuncOp predict = buildPredictFunction(function)) {

@@ -46,6 +46,13 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %13 : tensor<4x8xf32>
 }
 
+// CHECK-LABEL: func.func @if_training
+func.func @if_training(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: graph.if_training %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %0 = graph.if_training %a, %b : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
 // CHECK-LABEL: func.func @compare_select
 // CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<4x8xf32>)
 func.func @compare_select(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {

@@ -52,9 +52,15 @@ FailureOr<ModelSummary> kiln::graph::summarizeModel(ModuleOp module) {
     } else if (auto name = forward.getArgAttrOfType<StringAttr>(
                    i, GraphDialect::kInputAttr)) {
       summary.inputs.push_back(makeNamedTensor(name.getValue(), type));
+    } else if (auto name = forward.getArgAttrOfType<StringAttr>(
+                   i, GraphDialect::kStateAttr)) {
+      summary.buffers.push_back(makeNamedTensor(name.getValue(), type));
     }
   }
   for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i) {
+    // A buffer's next value is no output.
+    if (forward.getResultAttr(i, GraphDialect::kUpdateAttr))
+      continue;
     auto name =
         forward.getResultAttrOfType<StringAttr>(i, GraphDialect::kOutputAttr);
     std::string outputName =
@@ -120,6 +126,9 @@ void ModelSummary::print(llvm::raw_ostream &os) const {
   os << llvm::formatv("  parameters: {0} ({1}) in {2} tensors, {3}\n",
                       paramCount, humanCount(paramCount), params.size(),
                       humanBytes(paramBytes));
+  for (const NamedTensor &buffer : buffers)
+    os << llvm::formatv("  buffer {0,-16} {1}\n", buffer.name,
+                        formatType(buffer.type));
   for (const NamedTensor &input : inputs)
     os << llvm::formatv("  input  {0,-16} {1}\n", input.name,
                         formatType(input.type));
@@ -155,6 +164,7 @@ llvm::json::Value ModelSummary::toJSON() const {
                             {"params", paramCount},
                             {"param_bytes", paramBytes},
                             {"param_tensors", tensors(params)},
+                            {"buffers", tensors(buffers)},
                             {"inputs", tensors(inputs)},
                             {"outputs", tensors(outputs)},
                             {"loss", lossName},

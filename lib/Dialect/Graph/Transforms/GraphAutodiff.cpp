@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/Transforms/Autodiff.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
 
@@ -28,7 +29,17 @@ struct GraphAutodiffPass
                        "differentiate");
       return signalPassFailure();
     }
-    if (failed(buildGradientFunction(forward, "grad_step")))
+    // Gradients of the training phase (batch statistics), from a copy of
+    // the forward placed beside it.
+    func::FuncOp training = forward.clone();
+    training.setSymName("__kiln_forward_training");
+    module.getBody()->getOperations().insertAfter(Block::iterator(forward),
+                                                  training);
+    resolveTrainingPhase(training, /*training=*/true);
+    FailureOr<func::FuncOp> gradients =
+        buildGradientFunction(training, "grad_step");
+    training.erase();
+    if (failed(gradients))
       return signalPassFailure();
   }
 };

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Graph/Transforms/Autodiff.h"
 
@@ -470,7 +471,15 @@ LogicalResult kiln::graph::buildTrainFunctions(ModuleOp module,
   for (StringRef name : {"train_step", "accumulate_step", "apply_step"})
     if (module.lookupSymbol(name))
       return module.emitError("the module already has @") << name;
-  if (settings.accumulate == 1)
-    return buildTrainStep(module, forward, settings);
-  return buildAccumulationSteps(module, forward, settings);
+  // The entries train on a copy of the forward in its training phase
+  // (batch statistics, buffer updates); @forward itself stays the model in
+  // inference, as eval_step and predict run it.
+  func::FuncOp training = forward.clone();
+  resolveTrainingPhase(training, /*training=*/true);
+  LogicalResult built = settings.accumulate == 1
+                            ? buildTrainStep(module, training, settings)
+                            : buildAccumulationSteps(module, training, settings);
+  training.erase();
+  resolveTrainingPhase(forward, /*training=*/false);
+  return built;
 }

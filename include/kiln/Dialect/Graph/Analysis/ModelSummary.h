@@ -34,6 +34,9 @@ struct NamedTensor {
 struct ModelSummary {
   std::string modelName;
   llvm::SmallVector<NamedTensor> params, inputs, outputs;
+  /// Non-trainable state the model reads and the train step updates
+  /// (`buffer` declarations: batch_norm's running statistics).
+  llvm::SmallVector<NamedTensor> buffers;
   /// The output holding the loss, if the model returns one.
   std::string lossName;
   int64_t paramCount = 0;

@@ -23,6 +23,12 @@ mlir::StringAttr getUpdateTarget(mlir::func::FuncOp function, unsigned index);
 std::optional<unsigned> findPersistentArgument(mlir::func::FuncOp function,
                                                mlir::StringAttr name);
 
+/// Resolves each `graph.if_training` of `function` to its training or its
+/// inference value. In inference the results that update state
+/// (`graph.update`: batch_norm's running statistics) are dropped too, and
+/// what only they used is erased: eval_step and predict change no state.
+void resolveTrainingPhase(mlir::func::FuncOp function, bool training);
+
 } // namespace kiln::graph
 
 #endif // KILN_DIALECT_GRAPH_IR_GRAPHENTRIES_H
