@@ -180,6 +180,37 @@ def rotary(x, base=10000.0):
     return x * jnp.cos(emb) + rotated * jnp.sin(emb)
 
 
+def conv2d(x, w, padding):
+    # docs/language.md conv2d: NCHW input, OIHW filters, stride 1 here,
+    # zero padding; cross-correlation as PyTorch's Conv2d.
+    return jax.lax.conv_general_dilated(
+        x, w, (1, 1), [(padding, padding), (padding, padding)],
+        dimension_numbers=("NCHW", "OIHW", "NCHW"),
+        precision=jax.lax.Precision.HIGHEST)
+
+
+def max_pool2d(x, k):
+    # Non-overlapping k x k windows of the last two dims.
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, k, k),
+                                 (1, 1, k, k), "VALID")
+
+
+def batch_norm_train(x, g, b, mean, var, momentum=0.1, eps=1e-5):
+    # docs/language.md batch_norm, training: PyTorch's BatchNorm2d in train
+    # mode -- the batch's mean and biased variance over (N, H, W) normalize;
+    # the running statistics move by momentum, the variance unbiased.
+    axes = (0, 2, 3)
+    mu = jnp.mean(x, axis=axes)
+    sigma2 = jnp.mean(jnp.square(x - mu[None, :, None, None]), axis=axes)
+    y = (x - mu[None, :, None, None]) * jax.lax.rsqrt(
+        sigma2[None, :, None, None] + eps)
+    y = y * g[None, :, None, None] + b[None, :, None, None]
+    n = x.shape[0] * x.shape[2] * x.shape[3]
+    new_mean = (1 - momentum) * mean + momentum * mu
+    new_var = (1 - momentum) * var + momentum * sigma2 * n / (n - 1)
+    return y, new_mean, new_var
+
+
 def cross_entropy(logits, targets, label_smoothing=0.0):
     # GraphOps.td cross_entropy: logits [..., C], integer targets [...]; the
     # mean over all rows of -sum_c p_c log softmax(logits)_c with the target
@@ -258,6 +289,34 @@ def llama_loss(p, batch):
         x = llama_block(p, "block.%d." % layer, x, LLAMA_DIMS["H"])
     logits = rms_norm(x, p["norm"], 1e-5) @ p["head"]
     return cross_entropy(logits, batch["targets"])
+
+
+CNN_DIMS = dict(B=6, C=4, K=10)  # test/oracle/cnn.kiln
+
+
+def cnn_loss(p, batch, buffers):
+    # test/oracle/cnn.kiln: conv + batch norm + ReLU, a residual block of two
+    # conv_bn, 2x2 max pooling, a linear classifier; returns the loss and
+    # the buffers' next values (the auxiliary output of jax.grad).
+    d = CNN_DIMS
+    new = {}
+
+    def bn(x, prefix, g, b, mean, var):
+        y, new[prefix + mean], new[prefix + var] = batch_norm_train(
+            x, p[prefix + g], p[prefix + b], buffers[prefix + mean],
+            buffers[prefix + var])
+        return y
+
+    image = batch["x"].reshape(d["B"], 1, 8, 8)
+    h = jax.nn.relu(bn(conv2d(image, p["w_in"], 1), "", "g_in", "b_in",
+                       "mean_in", "var_in"))
+    r = jax.nn.relu(bn(conv2d(h, p["conv_bn.0.w"], 1), "conv_bn.0.", "g", "b",
+                       "mean", "var"))
+    h = jax.nn.relu(h + bn(conv2d(r, p["conv_bn.1.w"], 1), "conv_bn.1.", "g",
+                           "b", "mean", "var"))
+    h = max_pool2d(h, 2)
+    logits = h.reshape(d["B"], d["C"] * 16) @ p["w_out"] + p["b_out"]
+    return cross_entropy(logits, batch["y"], label_smoothing=0.1), new
 
 
 # --------------------------------------------------------------------------
@@ -355,6 +414,43 @@ def llama_setup(rng):
     return weights, batch
 
 
+def cnn_setup(rng):
+    d = CNN_DIMS
+    B, C, K = d["B"], d["C"], d["K"]
+    weights = {
+        "w_in": draw(rng, (C, 1, 3, 3), "normal", 0.47),
+        "g_in": draw(rng, (C,), "gain"),
+        "b_in": draw(rng, (C,), "bias"),
+    }
+    for block in range(2):
+        pre = "conv_bn.%d." % block
+        weights.update({
+            pre + "w": draw(rng, (C, C, 3, 3), "normal", 0.24),
+            pre + "g": draw(rng, (C,), "gain"),
+            pre + "b": draw(rng, (C,), "bias"),
+        })
+    weights.update({
+        "w_out": draw(rng, (C * 16, K), "normal", 0.1),
+        "b_out": draw(rng, (K,), "bias"),
+    })
+    batch = {
+        "x": rng.uniform(0.0, 1.0, (B, 64)).astype(np.float32),
+        "y": rng.integers(0, K, (B,)).astype(np.int32),
+    }
+    return weights, batch
+
+
+def cnn_buffers():
+    # The buffers' initializers in cnn.kiln: means zeros, variances ones.
+    c = CNN_DIMS["C"]
+    buffers = {}
+    for pre in ("", "conv_bn.0.", "conv_bn.1."):
+        suffix = "_in" if pre == "" else ""
+        buffers[pre + "mean" + suffix] = np.zeros((c,), np.float32)
+        buffers[pre + "var" + suffix] = np.ones((c,), np.float32)
+    return buffers
+
+
 # --------------------------------------------------------------------------
 # The optimizer, from PyTorch's documentation of AdamW, clip_grad_norm_ and
 # the schedules, as GraphOptimizerOps.td states them.
@@ -377,7 +473,7 @@ def learning_rate(t, opt):
     raise ValueError(opt["schedule"])
 
 
-def train(loss_fn, params, batch, opt, dtype):
+def train(loss_fn, params, batch, opt, dtype, buffers=None):
     """NUM_STEPS AdamW steps on `batch`.
 
     Returns the loss and the gradients' global norm (before clipping) of each
@@ -387,7 +483,19 @@ def train(loss_fn, params, batch, opt, dtype):
     learning rate, bias corrections) are computed in Python floats (double)
     and rounded to `dtype` where they meet a tensor.
     """
-    grad_fn = jax.value_and_grad(loss_fn)
+    if buffers is None:
+        grad_fn = jax.value_and_grad(loss_fn)
+    else:
+        # The loss and the buffers' next values (batch norm's statistics),
+        # which carry over from step to step as the train step's do.
+        buffers = {k: jnp.asarray(v, dtype) for k, v in buffers.items()}
+        with_aux = jax.value_and_grad(
+            lambda p, b, s: loss_fn(p, b, s), has_aux=True)
+
+        def grad_fn(p, b):
+            nonlocal buffers
+            (loss, buffers), grads = with_aux(p, b, buffers)
+            return loss, grads
     params = {k: jnp.asarray(v, dtype) for k, v in params.items()}
     m = {k: jnp.zeros_like(v) for k, v in params.items()}
     v = {k: jnp.zeros_like(v) for k, v in params.items()}
@@ -420,7 +528,10 @@ def train(loss_fn, params, batch, opt, dtype):
             step_size = lr / (1.0 - b1 ** t)
             denom = jnp.sqrt(v[k]) / math.sqrt(1.0 - b2 ** t) + eps
             params[k] = params[k] * (1.0 - lr * wd) - step_size * m[k] / denom
-    return losses, norms, {k: np.asarray(p) for k, p in params.items()}
+    final = {k: np.asarray(p) for k, p in params.items()}
+    if buffers is not None:
+        final.update({k: np.asarray(b) for k, b in buffers.items()})
+    return losses, norms, final
 
 
 # --------------------------------------------------------------------------
@@ -444,6 +555,12 @@ MODELS = {
                     opt=dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8,
                              weight_decay=0.1, clip=0.5, schedule="cosine",
                              warmup=3, final=0.1, total=10)),
+    # test/oracle/cnn.kiln's train block: adamw(lr=1e-2, weight_decay=0.01),
+    # cosine(warmup=3, final=0.1), steps = 10; no clip.
+    "cnn": dict(loss=cnn_loss, setup=cnn_setup, buffers=cnn_buffers,
+                opt=dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8,
+                         weight_decay=0.01, clip=0.0, schedule="cosine",
+                         warmup=3, final=0.1, total=10)),
 }
 
 
@@ -466,16 +583,24 @@ def make(name, spec, rng):
         params = {k: jnp.asarray(v, dtype) for k, v in weights.items()}
         inputs = {k: jnp.asarray(v, dtype) if v.dtype == np.float32
                   else jnp.asarray(v) for k, v in batch.items()}
-        loss, grads = jax.value_and_grad(spec["loss"])(params, inputs)
+        buffers = spec["buffers"]() if "buffers" in spec else None
+        if buffers is None:
+            loss, grads = jax.value_and_grad(spec["loss"])(params, inputs)
+        else:
+            start = {k: jnp.asarray(v, dtype) for k, v in buffers.items()}
+            loss, grads = jax.value_and_grad(
+                lambda p, b: spec["loss"](p, b, start)[0])(params, inputs)
         losses, norms, final = train(spec["loss"], weights, inputs, spec["opt"],
-                              dtype)
+                                     dtype, buffers)
         assert abs(losses[0] - float(loss)) <= 1e-12 * abs(float(loss))
         np_dtype = np.float64 if tag == "f64" else np.float32
         golden["%s/loss" % tag] = np.asarray(loss, np_dtype)
         for k in weights:
             golden["%s/grad/%s" % (tag, k)] = np.asarray(grads[k], np_dtype)
         golden["%s/losses" % tag] = np.asarray(losses, np_dtype)
-        for k in weights:
+        # The parameters after the steps, and the buffers (batch norm's
+        # running statistics), which the train step updates too.
+        for k in final:
             golden["%s/step%d/%s" % (tag, NUM_STEPS, k)] = final[k]
         summary[tag] = dict(loss=float(loss), losses=losses, norms=norms)
 
@@ -491,6 +616,8 @@ def make(name, spec, rng):
     for k in weights:
         agreement["grad"][k] = relative_error(golden["f32/grad/" + k],
                                               golden["f64/grad/" + k])
+    for k in (key.split("/", 2)[2] for key in golden
+              if key.startswith("f64/step%d/" % NUM_STEPS)):
         agreement["step%d" % NUM_STEPS][k] = relative_error(
             golden["f32/step%d/%s" % (NUM_STEPS, k)],
             golden["f64/step%d/%s" % (NUM_STEPS, k)])

@@ -333,7 +333,8 @@ protected:
   }
 
   /// The oracle's initial values of every argument of `functions`:
-  /// parameters from its weights, inputs from its batch, state zero; each
+  /// parameters from its weights, inputs from its batch, state from its
+  /// initializer (zero for optimizer state); each
   /// converted exactly to the argument's element type.
   NamedTensors initialValues(const std::string &oracle,
                              ArrayRef<func::FuncOp> functions,
@@ -352,7 +353,20 @@ protected:
         ElementType element = *interp::getElementType(type.getElementType());
         std::vector<int64_t> shape(type.getShape());
         if (role == graph::GraphDialect::kStateAttr) {
-          values[name] = Tensor(element, shape);
+          // Optimizer state from zero; a buffer from its initializer (batch
+          // norm's running variance: ones), as the runtime starts them.
+          auto init = function.getArgAttrOfType<DictionaryAttr>(
+              i, graph::GraphDialect::kInitAttr);
+          auto kind = init ? init.getAs<StringAttr>("kind") : StringAttr();
+          if (!kind || kind.getValue() == "rounded") {
+            values[name] = Tensor(element, shape);
+            continue;
+          }
+          llvm::Expected<Tensor> value = interp::initializeParameter(
+              name, type, init, /*seed=*/0, function.getLoc());
+          EXPECT_TRUE(bool(value)) << llvm::toString(value.takeError());
+          if (value)
+            values[name] = std::move(*value);
           continue;
         }
         std::vector<double> numbers;
@@ -919,6 +933,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // rms_norm, rotary (constant tables, slices, a
                       // concat), SwiGLU, an untied head.
                       TrainingCase{"llama", "examples/llama.kiln", false},
+                      // conv2d, max pooling, batch norm and its buffers.
+                      TrainingCase{"cnn", "examples/cnn.kiln", false},
                       // The transpose template's kernels, forward and backward.
                       TrainingCase{"transposes",
                                    "test/Target/Cuda/Inputs/transposes.kiln",
@@ -955,7 +971,9 @@ INSTANTIATE_TEST_SUITE_P(
                       TrainingCase{"llama2l", "test/oracle/llama2l.kiln",
                                    false},
                       TrainingCase{"llama2l", "test/oracle/llama2l_f64.kiln",
-                                   true}),
+                                   true},
+                      TrainingCase{"cnn", "test/oracle/cnn.kiln", false},
+                      TrainingCase{"cnn", "test/oracle/cnn_f64.kiln", true}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name) + (info.param.f64 ? "_f64" : "_f32");
     });

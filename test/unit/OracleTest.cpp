@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
 #include "kiln/Frontend/Frontend.h"
@@ -351,8 +352,24 @@ protected:
       ElementType element = *getElementType(type.getElementType());
       std::vector<int64_t> shape(type.getShape());
       std::vector<double> values;
-      if (forward.getArgAttr(i, graph::GraphDialect::kStateAttr)) {
-        arguments[i] = Tensor(element, shape);
+      if (auto state = forward.getArgAttrOfType<StringAttr>(
+              i, graph::GraphDialect::kStateAttr)) {
+        // Optimizer state starts at zero; a buffer at its initializer
+        // (batch norm's running variance: ones).
+        auto init = forward.getArgAttrOfType<DictionaryAttr>(
+            i, graph::GraphDialect::kInitAttr);
+        auto kind = init ? init.getAs<StringAttr>("kind") : StringAttr();
+        if (!kind || kind.getValue() == "rounded") {
+          arguments[i] = Tensor(element, shape);
+          continue;
+        }
+        llvm::Expected<Tensor> value = interp::initializeParameter(
+            state.getValue(), type, init, /*seed=*/0, forward.getLoc());
+        if (!value) {
+          ADD_FAILURE() << llvm::toString(value.takeError());
+          continue;
+        }
+        arguments[i] = std::move(*value);
         continue;
       }
       if (auto param = forward.getArgAttrOfType<StringAttr>(
@@ -429,6 +446,12 @@ protected:
     for (unsigned i = 0; i < function.getNumArguments(); ++i) {
       auto name = function.getArgAttrOfType<StringAttr>(
           i, graph::GraphDialect::kParamAttr);
+      // Buffers (state with a golden: batch norm's running statistics) are
+      // compared too; optimizer state has no golden.
+      auto state = function.getArgAttrOfType<StringAttr>(
+          i, graph::GraphDialect::kStateAttr);
+      if (!name && state && golden.find(prefix + state.str()))
+        name = state;
       if (!name)
         continue;
       const safetensors::Tensor *ref = golden.find(prefix + name.str());
@@ -605,6 +628,12 @@ TEST_P(OracleTest, TenAdamWStepsWithTheOptimizerOps) {
       m[i] = (*updated)[3 * i + 1];
       v[i] = (*updated)[3 * i + 2];
     }
+    // grad_step's buffer updates (batch norm's running statistics).
+    for (unsigned r = 0; r < gradStep.getNumResults(); ++r)
+      if (auto target = graph::getUpdateTarget(gradStep, r))
+        if (std::optional<unsigned> arg =
+                graph::findPersistentArgument(gradStep, target))
+          arguments[*arg] = (*gradients)[r];
   }
   checkTrainedParameters(forward, arguments, golden,
                          "grad_step + optimizer ops", worstLoss);
@@ -741,12 +770,14 @@ const OracleModel kGpt{"gpt2l", "test/oracle/gpt2l.kiln",
                        "test/oracle/gpt2l_f64.kiln"};
 const OracleModel kLlama{"llama2l", "test/oracle/llama2l.kiln",
                          "test/oracle/llama2l_f64.kiln"};
+const OracleModel kCnn{"cnn", "test/oracle/cnn.kiln",
+                       "test/oracle/cnn_f64.kiln"};
 
 std::string modelName(const ::testing::TestParamInfo<OracleModel> &info) {
   return info.param.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OracleModelTest, ::testing::Values(kMlp, kGpt, kLlama),
+INSTANTIATE_TEST_SUITE_P(Models, OracleModelTest, ::testing::Values(kMlp, kGpt, kLlama, kCnn),
                          modelName);
 
 std::string caseName(const ::testing::TestParamInfo<OracleCase> &info) {
@@ -759,7 +790,9 @@ INSTANTIATE_TEST_SUITE_P(Models, OracleTest,
                                            OracleCase{kGpt, Precision::F64},
                                            OracleCase{kGpt, Precision::F32},
                                            OracleCase{kLlama, Precision::F64},
-                                           OracleCase{kLlama, Precision::F32}),
+                                           OracleCase{kLlama, Precision::F32},
+                                           OracleCase{kCnn, Precision::F64},
+                                           OracleCase{kCnn, Precision::F32}),
                          caseName);
 
 } // namespace
