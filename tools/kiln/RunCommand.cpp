@@ -412,7 +412,15 @@ int kiln::cli::runRun() {
   // run evaluates the model in inference (running statistics), as
   // eval_step and predict do.
   mlir::func::FuncOp function = forward;
-  if (kiln::cli::gradCommand) {
+  if (kiln::cli::gradCommand && !graph::hasTrainingPhase(forward)) {
+    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
+                                             model->context.get());
+    mlir::FailureOr<mlir::func::FuncOp> built =
+        graph::buildGradientFunction(forward, "grad_step");
+    if (failed(built))
+      return 1;
+    function = *built;
+  } else if (kiln::cli::gradCommand) {
     mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
                                              model->context.get());
     mlir::func::FuncOp training = forward.clone();

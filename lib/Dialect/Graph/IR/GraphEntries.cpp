@@ -28,6 +28,12 @@ std::optional<unsigned> graph::findPersistentArgument(func::FuncOp function,
   return std::nullopt;
 }
 
+bool graph::hasTrainingPhase(func::FuncOp function) {
+  return function
+      .walk([](IfTrainingOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 void graph::resolveTrainingPhase(func::FuncOp function, bool training) {
   SmallVector<IfTrainingOp> switches;
   function.walk([&](IfTrainingOp op) { switches.push_back(op); });

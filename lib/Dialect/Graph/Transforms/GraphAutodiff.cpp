@@ -29,6 +29,11 @@ struct GraphAutodiffPass
                        "differentiate");
       return signalPassFailure();
     }
+    if (!hasTrainingPhase(forward)) {
+      if (failed(buildGradientFunction(forward, "grad_step")))
+        return signalPassFailure();
+      return;
+    }
     // Gradients of the training phase (batch statistics), from a copy of
     // the forward placed beside it.
     func::FuncOp training = forward.clone();

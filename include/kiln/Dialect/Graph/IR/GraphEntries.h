@@ -23,6 +23,9 @@ mlir::StringAttr getUpdateTarget(mlir::func::FuncOp function, unsigned index);
 std::optional<unsigned> findPersistentArgument(mlir::func::FuncOp function,
                                                mlir::StringAttr name);
 
+/// Whether `function` holds a `graph.if_training` (batch_norm).
+bool hasTrainingPhase(mlir::func::FuncOp function);
+
 /// Resolves each `graph.if_training` of `function` to its training or its
 /// inference value. In inference the results that update state
 /// (`graph.update`: batch_norm's running statistics) are dropped too, and
