@@ -300,11 +300,13 @@ static void dropout(const Tensor &input, double rate, uint32_t stream,
   llvm::MutableArrayRef<T> y = result.data<T>();
   const T scale = static_cast<T>(1.0 / (1.0 - rate));
   const uint32_t threshold = philox::dropoutThreshold(rate);
-  philox::Block block{};
-  for (int64_t e = 0, end = input.getNumElements(); e < end; ++e) {
-    if (e % 4 == 0)
-      block = philox::blockFor(options.seed, options.step, stream, e);
-    bool keep = philox::dropoutKeeps(block.word[e % 4], threshold);
+  // Micro-batch m draws the elements m * size + e of the whole batch.
+  uint64_t size = static_cast<uint64_t>(input.getNumElements());
+  uint64_t base = static_cast<uint64_t>(options.microBatch) * size;
+  for (uint64_t e = 0; e < size; ++e) {
+    uint32_t word = philox::wordFor(options.seed, options.step, stream,
+                                    base + e);
+    bool keep = philox::dropoutKeeps(word, threshold);
     y[e] = keep ? x[e] * scale : T(0);
   }
 }

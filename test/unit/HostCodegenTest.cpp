@@ -231,6 +231,18 @@ static const OpCase kOpCases[] = {
      "  return %y, %z : tensor<3x10x7x$T>, tensor<3x10x7x$T>\n}",
      {}, "train_step", "train_step",
      interp::RunOptions{0x1234567890ABCDEFull, 7, /*training=*/true}},
+    // Micro-batch 3 of an accumulated step: elements 3 * 210 + e of the
+    // whole batch's mask (210 % 4 != 0: each lane finds its own block), and
+    // 3 * 240 + e of a 240-element tensor's (whole blocks).
+    {"dropout_micro_batch",
+     "func.func @accumulate_step(" ARG("x", "tensor<3x10x7x$T>") ", " ARG("w", "tensor<3x10x8x$T>") ") -> "
+     "(tensor<3x10x7x$T> {graph.output = \"y\"}, tensor<3x10x8x$T> {graph.output = \"z\"}) {\n"
+     "  %y = graph.dropout %x {rate = 2.5e-1 : f64, stream = 3 : i64} : tensor<3x10x7x$T>\n"
+     "  %z = graph.dropout %w {rate = 5.0e-1 : f64, stream = 4 : i64} : tensor<3x10x8x$T>\n"
+     "  return %y, %z : tensor<3x10x7x$T>, tensor<3x10x8x$T>\n}",
+     {}, "accumulate_step", "accumulate_step",
+     interp::RunOptions{0x1234567890ABCDEFull, 7, /*training=*/true,
+                        /*microBatch=*/3}},
 };
 
 static std::string caseName(

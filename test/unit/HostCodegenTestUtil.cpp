@@ -86,9 +86,9 @@ std::vector<uint8_t> *PlanRunner::find(const std::string &name,
   return nullptr;
 }
 
-void PlanRunner::setRng(uint64_t seed, uint32_t step) {
+void PlanRunner::setRng(uint64_t seed, uint32_t step, uint32_t microBatch) {
   uint32_t words[4] = {static_cast<uint32_t>(seed),
-                       static_cast<uint32_t>(seed >> 32), step, 0};
+                       static_cast<uint32_t>(seed >> 32), step, microBatch};
   if (std::vector<uint8_t> *rng =
           find("kiln.rng_state", plan::BufferKind::RngState))
     std::memcpy(rng->data(), words, sizeof(words));
@@ -351,7 +351,7 @@ Comparison kiln::test::compileAndCompare(
     for (auto [argument, buffer] : llvm::zip(arguments, argumentBuffers))
       if (std::vector<uint8_t> *bytes = runner.find(buffer.first, buffer.second))
         *bytes = bytesOf(argument);
-    runner.setRng(options.seed, options.step);
+    runner.setRng(options.seed, options.step, options.microBatch);
     if (!runner.run(entry.str(), chunking))
       break;
     EXPECT_EQ(runner.getStatus().first, 0) << "a kernel reported bad input";

@@ -50,7 +50,7 @@ public:
   /// The bytes of the buffer named `name` of `kind`, or null.
   std::vector<uint8_t> *find(const std::string &name, plan::BufferKind kind);
   /// Sets the rng_state buffer, if the plan has one.
-  void setRng(uint64_t seed, uint32_t step);
+  void setRng(uint64_t seed, uint32_t step, uint32_t microBatch = 0);
   /// Runs entry `name`; returns false (after a test failure) on error.
   bool run(const std::string &name, Chunking chunking);
   /// The status buffer's [code, value] after the last run (0, 0 without one).

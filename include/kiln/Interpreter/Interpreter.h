@@ -71,6 +71,10 @@ struct RunOptions {
   uint32_t step = 0;
   /// Whether dropout is active (train_step) or the identity (eval, predict).
   bool training = false;
+  /// The micro-batch of an accumulated step (accumulate_step's m-th call
+  /// since the last update): dropout's element e is element m * size + e
+  /// of the whole batch's mask, as the compiled kernels key it.
+  uint32_t microBatch = 0;
 };
 
 /// Evaluates `function` on `arguments` (one per function argument, each of

@@ -4,7 +4,9 @@
 // arith ops, keyed exactly as kiln/Philox.h and the interpreter key it:
 // key = the run seed, counter = (block index, stream, step), element e uses
 // word e % 4 of block e / 4. The seed and step come from the runtime's
-// rng_state buffer ([seed lo, seed hi, step, 0]). One parallel iteration per
+// rng_state buffer ([seed lo, seed hi, step, micro-batch]); in micro-batch m
+// of an accumulated step, element e is element m * count + e of the whole
+// batch. One parallel iteration per
 // block of four elements. Outside training entries dropout is the identity.
 //
 //===----------------------------------------------------------------------===//
@@ -94,19 +96,58 @@ struct DropoutToKernel : OpToKernelPattern<graph::DropoutOp> {
               return memref::LoadOp::create(b, loc, args[2],
                                             kb::index(b, loc, i));
             };
+            auto i64Const = [&](int64_t value) -> Value {
+              return arith::ConstantOp::create(b, loc,
+                                               b.getI64IntegerAttr(value));
+            };
+            // The four words of block `bigBlock` (i64) of the whole batch.
+            auto wordsOf = [&](Value bigBlock) {
+              Value low =
+                  arith::TruncIOp::create(b, loc, b.getI32Type(), bigBlock);
+              Value high = arith::TruncIOp::create(
+                  b, loc, b.getI32Type(),
+                  arith::ShRUIOp::create(b, loc, bigBlock, i64Const(32)));
+              return buildPhilox(
+                  b, loc,
+                  {low, high, i32Const(b, loc, static_cast<uint32_t>(stream)),
+                   rng(2)},
+                  {rng(0), rng(1)});
+            };
+            // Micro-batch m of an accumulated step (rng_state word 3) draws
+            // the elements m * count + e of the whole batch's mask, so that K
+            // micro-batches draw what one batch K times larger would.
+            Value microBatch =
+                arith::ExtUIOp::create(b, loc, b.getI64Type(), rng(3));
+            Value base = arith::MulIOp::create(b, loc, microBatch,
+                                               i64Const(count));
             Value block64 =
                 arith::IndexCastUIOp::create(b, loc, b.getI64Type(), block);
-            Value low = arith::TruncIOp::create(b, loc, b.getI32Type(), block64);
-            Value high = arith::TruncIOp::create(
-                b, loc, b.getI32Type(),
-                arith::ShRUIOp::create(
-                    b, loc, block64,
-                    arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(32))));
-            std::array<Value, 4> words = buildPhilox(
-                b, loc,
-                {low, high, i32Const(b, loc, static_cast<uint32_t>(stream)),
-                 rng(2)},
-                {rng(0), rng(1)});
+            Value first64 = arith::MulIOp::create(b, loc, block64, i64Const(4));
+            // Aligned (count % 4 == 0): the block's four lanes are one block
+            // of the whole batch. Otherwise each lane finds its own.
+            std::array<Value, 4> aligned;
+            if (count % 4 == 0)
+              aligned = wordsOf(arith::AddIOp::create(
+                  b, loc,
+                  arith::DivUIOp::create(b, loc, base, i64Const(4)), block64));
+            auto wordOfLane = [&](int lane) -> Value {
+              if (count % 4 == 0)
+                return aligned[lane];
+              Value whole = arith::AddIOp::create(
+                  b, loc, base,
+                  arith::AddIOp::create(b, loc, first64, i64Const(lane)));
+              std::array<Value, 4> lanes = wordsOf(
+                  arith::ShRUIOp::create(b, loc, whole, i64Const(2)));
+              Value which = arith::AndIOp::create(b, loc, whole, i64Const(3));
+              Value word = lanes[3];
+              for (int w = 2; w >= 0; --w)
+                word = arith::SelectOp::create(
+                    b, loc,
+                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          which, i64Const(w)),
+                    lanes[w], word);
+              return word;
+            };
             Value thresholdValue = i32Const(b, loc, threshold);
             Value eight = i32Const(b, loc, 8);
             Value scaleValue = kb::floatConst(b, loc, elementType, scale);
@@ -119,7 +160,7 @@ struct DropoutToKernel : OpToKernelPattern<graph::DropoutOp> {
               auto emit = [&](OpBuilder &b) {
                 Value keep = arith::CmpIOp::create(
                     b, loc, arith::CmpIPredicate::uge,
-                    arith::ShRUIOp::create(b, loc, words[lane], eight),
+                    arith::ShRUIOp::create(b, loc, wordOfLane(lane), eight),
                     thresholdValue);
                 Value x = memref::LoadOp::create(b, loc, args[0], element);
                 Value scaled = arith::MulFOp::create(b, loc, x, scaleValue);

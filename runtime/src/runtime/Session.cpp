@@ -335,16 +335,18 @@ Result Session::bufferData(const std::string &name, void *&data) {
   return device_->handOut(static_cast<uint32_t>(id));
 }
 
-Result Session::prepareRunBuffers() {
+Result Session::prepareRunBuffers(uint32_t microBatch) {
   KILN_RETURN_IF_ERROR(refreshWeightCopies());
   // Dropout's Philox key and step (kiln/Philox.h): the step of the run, i.e.
   // the number of train steps completed before it.
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   for (size_t id = 0; id < buffers.size(); ++id) {
     if (buffers[id].kind == plan::BufferKind::RngState) {
+      // Word 3: the micro-batch of an accumulated step, so that each of
+      // the K micro-batches draws its own part of one mask (0 otherwise).
       uint32_t words[4] = {static_cast<uint32_t>(seed_),
                            static_cast<uint32_t>(seed_ >> 32),
-                           static_cast<uint32_t>(step_), 0};
+                           static_cast<uint32_t>(step_), microBatch};
       std::memcpy(pointers_[id], words, sizeof words);
     } else if (buffers[id].kind == plan::BufferKind::Status) {
       std::memset(pointers_[id], 0, static_cast<size_t>(buffers[id].sizeBytes));
@@ -376,13 +378,18 @@ Result Session::run(const std::string &entryName) {
                                "', which was never bound");
   // The last run's RNG and status words are its own until it finished.
   KILN_RETURN_IF_ERROR(device_->finish());
-  KILN_RETURN_IF_ERROR(prepareRunBuffers());
+  bool accumulating = entryName == "accumulate_step";
+  KILN_RETURN_IF_ERROR(
+      prepareRunBuffers(accumulating ? microBatches_ : 0));
   RunOptions options;
   options.checkNumerics = checkNumerics_;
   options.profile = profiling_ ? &profiles_[index] : nullptr;
   KILN_RETURN_IF_ERROR(device_->run(index, options, *checks_));
+  if (accumulating)
+    ++microBatches_;
   if (entryName == "train_step" || entryName == "apply_step") {
     ++step_;
+    microBatches_ = 0;
     return resolveDeferredNumerics();
   }
   return Result::ok();

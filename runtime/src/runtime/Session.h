@@ -72,7 +72,10 @@ public:
   Result bufferData(const std::string &name, void *&data);
 
   uint64_t getStep() const { return step_; }
-  void setStep(uint64_t step) { step_ = step; }
+  void setStep(uint64_t step) {
+    step_ = step;
+    microBatches_ = 0;
+  }
   uint64_t getSeed() const { return seed_; }
 
   Result saveCheckpoint(const std::string &path,
@@ -111,8 +114,9 @@ private:
   Result findWeightCopies();
   void noteHostWrote(size_t id);
   Result refreshWeightCopies();
-  /// Fills the rng_state buffers and zeroes the status buffers.
-  Result prepareRunBuffers();
+  /// Writes the rng_state words ([seed lo, seed hi, step, `microBatch`])
+  /// and clears the status words before a run.
+  Result prepareRunBuffers(uint32_t microBatch);
   /// Fails (KILN_ERROR_NUMERICS) if a parameter or optimizer state holds a
   /// NaN or an infinity, naming it, with `purpose` after the message.
   Result checkFiniteState(const std::string &purpose) const;
@@ -142,6 +146,9 @@ private:
   std::vector<std::pair<size_t, size_t>> weightCopies_;
   std::vector<bool> paramWritten_;
   uint64_t step_ = 0;
+  /// accumulate_step runs since the last train_step or apply_step: the
+  /// micro-batch index dropout keys the next one by.
+  uint32_t microBatches_ = 0;
   uint64_t seed_ = 0;
   bool checkNumerics_ = false;
   bool profiling_ = false;

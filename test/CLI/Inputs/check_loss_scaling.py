@@ -14,6 +14,9 @@
                               (BASE - STEPPED) / LR, the gradient one plain
                               SGD step applied, within TOL of GRADS per
                               tensor (||a - b|| / ||b||); prints each error
+  common A B TOL              every f32 tensor of B within TOL of A's tensor
+                              of that name (A may hold more: accumulators);
+                              prints each name and error
   same-losses A B             every step's loss of metrics A equal to B's
   names A                     the tensor names of safetensors A
   updates BASE A B TOL        the same for the steps A - BASE and B - BASE
@@ -84,6 +87,18 @@ def main():
     elif command == 'names':
         for name in sorted(tensors(sys.argv[2])):
             print(name)
+    elif command == 'common':
+        a, b = tensors(sys.argv[2]), tensors(sys.argv[3])
+        tol = float(sys.argv[4])
+        assert b and set(b) <= set(a), (sorted(b), sorted(a))
+        for k in sorted(b):
+            x = struct.unpack('<%df' % (len(a[k]) // 4), a[k])
+            y = struct.unpack('<%df' % (len(b[k]) // 4), b[k])
+            diff = sum((p - q) ** 2 for p, q in zip(x, y)) ** 0.5
+            norm = sum(q * q for q in y) ** 0.5
+            error = diff / norm if norm else diff
+            print('%s %.3g' % (k, error))
+            assert error <= tol, (k, error)
     elif command == 'close':
         a, b = steps(sys.argv[2])[-1]['loss'], steps(sys.argv[3])[-1]['loss']
         tol = float(sys.argv[4])
