@@ -76,6 +76,24 @@ FailureOr<EvalValue> ModelEmitter::callUserFunction(const ast::FnDecl &fn,
     frames.pop_back();
   });
 
+  // Dim parameters: a bare name in an argument's type that is no dim of the
+  // model is bound, in the function's scope, to the argument's size there
+  // (`fn mlp(x: f32[N, E])` serves every width E). A name met again must
+  // agree, which the type check below reports.
+  for (auto [arg, value] : llvm::zip(fn.args, args)) {
+    ArrayRef<int64_t> shape = value.getTensorType().getShape();
+    if (arg.type.dims.size() != shape.size())
+      continue;
+    for (auto [dim, size] : llvm::zip(arg.type.dims, shape)) {
+      auto *nameExpr = dyn_cast<ast::NameExpr>(dim.get());
+      if (!nameExpr || dims.count(nameExpr->getName()) ||
+          scopes.back().count(nameExpr->getName()))
+        continue;
+      scopes.back()[nameExpr->getName()] =
+          EvalValue::ofInt(size, nameExpr->getLoc());
+    }
+  }
+
   // Declared argument types are evaluated against the dims, then checked.
   for (auto [arg, value, argExpr] : llvm::zip(fn.args, args, call.getArgs())) {
     FailureOr<RankedTensorType> type = evaluateType(arg.type);
