@@ -236,7 +236,13 @@ static const llvm::StringMap<Builtin> &getBuiltins() {
     table["avg_pool2d"] = {{x, {"kernel"}, opt("stride"), opt("padding")},
                            emitAvgPool2d};
     table["softmax"] = {{x, opt("axis")}, emitSoftmax};
-    table["attention"] = {{{"q"}, {"k"}, {"v"}, opt("causal"), opt("scale")},
+    table["attention"] = {{{"q"},
+                           {"k"},
+                           {"v"},
+                           opt("causal"),
+                           opt("scale"),
+                           opt("mask"),
+                           opt("key_padding")},
                           emitAttention};
     table["cross_entropy"] = {{{"logits"}, {"targets"}, opt("label_smoothing")},
                               emitCrossEntropy};

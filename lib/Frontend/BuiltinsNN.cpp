@@ -13,6 +13,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace kiln;
@@ -432,6 +433,127 @@ Result builtins::emitSoftmax(ModelEmitter &emitter, const CallArguments &args) {
       args.getCallLoc());
 }
 
+/// attention with `mask` (additive, broadcast to the scores [..., Tq, Tk])
+/// or `key_padding` ([B, Tk], nonzero where a key may be attended to):
+/// composed of graph ops -- the scores q k^T * scale, the masks (a masked
+/// score is -inf), softmax, the product with v. Not the fused kernels: the
+/// scores and probabilities are materialized ([..., Tq, Tk] each).
+static Result emitMaskedAttention(ModelEmitter &emitter,
+                                  const CallArguments &args, const EvalValue &q,
+                                  const EvalValue &k, const EvalValue &v,
+                                  bool causal, double scale,
+                                  ArrayRef<int64_t> resultShape) {
+  SMLoc loc = args.getCallLoc();
+  Type element = elementTypeOf(q);
+  ArrayRef<int64_t> queryShape = q.getTensorType().getShape();
+  ArrayRef<int64_t> keyShape = k.getTensorType().getShape();
+  SmallVector<int64_t> scoreShape(queryShape.drop_back());
+  scoreShape.push_back(keyShape[keyShape.size() - 2]);
+  int64_t rank = scoreShape.size();
+  int64_t queries = scoreShape[rank - 2], keys = scoreShape[rank - 1];
+  RankedTensorType scoreType = tensorType(scoreShape, element);
+  OpBuilder &builder = emitter.getBuilder();
+  Location at = emitter.getLoc(loc);
+
+  Result scores = tensorResult(
+      emitOp<graph::MatmulOp>(emitter, loc, scoreType, q.tensor, k.tensor,
+                              /*transpose_lhs=*/false, /*transpose_rhs=*/true),
+      loc);
+  if (succeeded(scores))
+    scores = emitter.emitBinary(ast::BinaryOp::Mul, loc, *scores,
+                                EvalValue::ofFloat(scale, loc));
+  if (failed(scores))
+    return failure();
+  if (args.has("mask")) {
+    FailureOr<EvalValue> mask = args.floatTensor("mask");
+    if (failed(mask))
+      return failure();
+    std::string message;
+    auto joined = graph::inferBroadcastShape(
+        mask->getTensorType().getShape(), scoreShape, message);
+    if (elementTypeOf(*mask) != element || failed(joined) ||
+        *joined != scoreShape)
+      return shapeError(emitter, args.getLoc("mask"), "attention",
+                        "mask must broadcast to the scores " +
+                            describeTensorType(scoreType) +
+                            " and have q's element type",
+                        {{"mask", *mask}});
+    scores = emitter.emitBinary(ast::BinaryOp::Add, loc, *scores, *mask);
+    if (failed(scores))
+      return failure();
+  }
+  // Where `allowed` (a 1/0 mask that broadcasts to the scores) is 0, the
+  // score becomes -inf.
+  auto block = [&](const EvalValue &allowed) -> LogicalResult {
+    FailureOr<EvalValue> blocked = emitter.materializeScalar(
+        EvalValue::ofFloat(-std::numeric_limits<double>::infinity(), loc),
+        scoreType, loc);
+    if (failed(blocked) || failed(emitter.countOp(loc)))
+      return failure();
+    scores = EvalValue::ofTensor(
+        graph::SelectOp::create(
+            builder, at, emitter.broadcastTo(allowed.tensor, scoreShape, at),
+            scores->tensor, blocked->tensor),
+        loc);
+    return success();
+  };
+  if (causal) {
+    SmallVector<double> rows, columns;
+    for (int64_t i = 0; i < queries; ++i)
+      rows.push_back(static_cast<double>(i));
+    for (int64_t j = 0; j < keys; ++j)
+      columns.push_back(static_cast<double>(j));
+    Result row = emitFloatConstant(emitter, loc, tensorType({queries, 1}, element),
+                                   rows);
+    Result column = emitFloatConstant(
+        emitter, loc, tensorType({1, keys}, element), columns);
+    if (failed(row) || failed(column))
+      return failure();
+    FailureOr<EvalValue> allowed =
+        emitter.emitBinary(ast::BinaryOp::GreaterEqual, loc, *row, *column);
+    if (failed(allowed) || failed(block(*allowed)))
+      return failure();
+  }
+  if (args.has("key_padding")) {
+    FailureOr<EvalValue> padding = args.floatTensor("key_padding");
+    if (failed(padding))
+      return failure();
+    ArrayRef<int64_t> paddingShape = padding->getTensorType().getShape();
+    if (rank < 3 || elementTypeOf(*padding) != element ||
+        paddingShape != ArrayRef<int64_t>({scoreShape[0], keys}))
+      return shapeError(
+          emitter, args.getLoc("key_padding"), "attention",
+          llvm::formatv("key_padding must be [{0}, {1}] (batch, keys) of q's "
+                        "element type, for scores {2}",
+                        scoreShape[0], keys, describeTensorType(scoreType))
+              .str(),
+          {{"key_padding", *padding}});
+    SmallVector<int64_t> spread(rank, 1);
+    spread.front() = scoreShape[0];
+    spread.back() = keys;
+    Result reshaped = tensorResult(
+        emitOp<graph::ReshapeOp>(emitter, loc, tensorType(spread, element),
+                                 padding->tensor),
+        loc);
+    if (failed(reshaped))
+      return failure();
+    FailureOr<EvalValue> allowed = emitter.emitBinary(
+        ast::BinaryOp::NotEqual, loc, *reshaped, EvalValue::ofFloat(0.0, loc));
+    if (failed(allowed) || failed(block(*allowed)))
+      return failure();
+  }
+  Result probabilities = tensorResult(
+      emitOp<graph::SoftmaxOp>(emitter, loc, scores->tensor, rank - 1), loc);
+  if (failed(probabilities))
+    return failure();
+  return tensorResult(
+      emitOp<graph::MatmulOp>(emitter, loc, tensorType(resultShape, element),
+                              probabilities->tensor, v.tensor,
+                              /*transpose_lhs=*/false,
+                              /*transpose_rhs=*/false),
+      loc);
+}
+
 Result builtins::emitAttention(ModelEmitter &emitter,
                                const CallArguments &args) {
   FailureOr<EvalValue> q = args.floatTensor("q"), k = args.floatTensor("k"),
@@ -460,6 +582,13 @@ Result builtins::emitAttention(ModelEmitter &emitter,
       return failure();
     scale = builder.getF64FloatAttr(*value);
   }
+  if (args.has("mask") || args.has("key_padding"))
+    return emitMaskedAttention(
+        emitter, args, *q, *k, *v, *causal,
+        scale ? scale.getValueAsDouble()
+              : 1.0 / std::sqrt(static_cast<double>(
+                          q->getTensorType().getShape().back())),
+        *shape);
   return tensorResult(emitOp<graph::AttentionOp>(
                           emitter, loc, tensorType(*shape, elementTypeOf(*q)),
                           q->tensor, k->tensor, v->tensor,
