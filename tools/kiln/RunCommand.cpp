@@ -412,25 +412,11 @@ int kiln::cli::runRun() {
   // run evaluates the model in inference (running statistics), as
   // eval_step and predict do.
   mlir::func::FuncOp function = forward;
-  if (kiln::cli::gradCommand && !graph::hasTrainingPhase(forward)) {
+  if (kiln::cli::gradCommand) {
     mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
                                              model->context.get());
     mlir::FailureOr<mlir::func::FuncOp> built =
-        graph::buildGradientFunction(forward, "grad_step");
-    if (failed(built))
-      return 1;
-    function = *built;
-  } else if (kiln::cli::gradCommand) {
-    mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
-                                             model->context.get());
-    mlir::func::FuncOp training = forward.clone();
-    training.setSymName("__kiln_forward_training");
-    model->module->getBody()->getOperations().insertAfter(
-        mlir::Block::iterator(forward), training);
-    graph::resolveTrainingPhase(training, /*training=*/true);
-    mlir::FailureOr<mlir::func::FuncOp> built =
-        graph::buildGradientFunction(training, "grad_step");
-    training.erase();
+        graph::buildTrainingGradientFunction(forward, "grad_step");
     if (failed(built))
       return 1;
     function = *built;

@@ -9,6 +9,7 @@
 
 #include "kiln/Dialect/Graph/Transforms/Autodiff.h"
 #include "kiln/Dialect/Graph/IR/GraphDialect.h"
+#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -289,4 +290,19 @@ FailureOr<func::FuncOp> kiln::graph::buildGradientFunction(func::FuncOp forward,
     if (attrs)
       function.setResultAttrs(index, attrs);
   return function;
+}
+
+FailureOr<func::FuncOp>
+kiln::graph::buildTrainingGradientFunction(func::FuncOp forward,
+                                           StringRef name) {
+  if (!hasTrainingPhase(forward))
+    return buildGradientFunction(forward, name);
+  func::FuncOp training = forward.clone();
+  training.setSymName("__kiln_forward_training");
+  forward->getBlock()->getOperations().insertAfter(Block::iterator(forward),
+                                                   training);
+  resolveTrainingPhase(training, /*training=*/true);
+  FailureOr<func::FuncOp> built = buildGradientFunction(training, name);
+  training.erase();
+  return built;
 }

@@ -6,7 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Dialect/Graph/IR/GraphEntries.h"
 #include "kiln/Dialect/Graph/Transforms/Autodiff.h"
 #include "kiln/Dialect/Graph/Transforms/Passes.h"
 
@@ -29,22 +28,8 @@ struct GraphAutodiffPass
                        "differentiate");
       return signalPassFailure();
     }
-    if (!hasTrainingPhase(forward)) {
-      if (failed(buildGradientFunction(forward, "grad_step")))
-        return signalPassFailure();
-      return;
-    }
-    // Gradients of the training phase (batch statistics), from a copy of
-    // the forward placed beside it.
-    func::FuncOp training = forward.clone();
-    training.setSymName("__kiln_forward_training");
-    module.getBody()->getOperations().insertAfter(Block::iterator(forward),
-                                                  training);
-    resolveTrainingPhase(training, /*training=*/true);
-    FailureOr<func::FuncOp> gradients =
-        buildGradientFunction(training, "grad_step");
-    training.erase();
-    if (failed(gradients))
+    // Gradients of the training phase (batch statistics).
+    if (failed(buildTrainingGradientFunction(forward, "grad_step")))
       return signalPassFailure();
   }
 };

@@ -65,6 +65,14 @@ buildGradients(mlir::OpBuilder &builder, mlir::func::FuncOp forward,
 mlir::FailureOr<mlir::func::FuncOp>
 buildGradientFunction(mlir::func::FuncOp forward, llvm::StringRef name);
 
+/// buildGradientFunction of the forward's training phase: where `forward`
+/// holds `graph.if_training` (batch_norm), of a copy of it with the training
+/// values chosen (batch statistics), placed beside it while the gradients
+/// are built; otherwise of `forward` itself.
+mlir::FailureOr<mlir::func::FuncOp>
+buildTrainingGradientFunction(mlir::func::FuncOp forward,
+                              llvm::StringRef name);
+
 } // namespace kiln::graph
 
 #endif // KILN_DIALECT_GRAPH_TRANSFORMS_AUTODIFF_H
