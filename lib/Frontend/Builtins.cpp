@@ -87,9 +87,9 @@ static Result emitWhere(ModelEmitter &emitter, const CallArguments &args) {
     FailureOr<SmallVector<int64_t>> joined = graph::inferBroadcastShape(
         shape, side.getTensorType().getShape(), message);
     if (failed(joined))
-      return shapeError(emitter, loc, "where", message,
-                        {{"condition", *condition}, {"x", sides[0]},
-                         {"y", sides[1]}});
+      return shapeError(
+          emitter, loc, "where", message,
+          {{"condition", *condition}, {"x", sides[0]}, {"y", sides[1]}});
     shape = *joined;
   }
   if (failed(emitter.countOp(loc)))

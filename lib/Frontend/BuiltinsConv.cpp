@@ -122,8 +122,8 @@ public:
           return failure();
         if (w.stride > 1) {
           // Every stride-th row and column: the first of each group.
-          part = reshape(*part, {n, c, w.outHeight, w.stride, w.outWidth,
-                                 w.stride});
+          part = reshape(*part,
+                         {n, c, w.outHeight, w.stride, w.outWidth, w.stride});
           if (succeeded(part))
             part = slice(*part, {0, 0, 0, 0, 0, 0},
                          {n, c, w.outHeight, 1, w.outWidth, 1});
@@ -154,8 +154,7 @@ static FailureOr<Window> readWindow(ModelEmitter &emitter,
   ArrayRef<int64_t> shape = x.getTensorType().getShape();
   if (shape.size() != 4) {
     (void)shapeError(emitter, args.getCallLoc(), op,
-                     "x must be [N, C, H, W], got " + x.describe(),
-                     {{"x", x}});
+                     "x must be [N, C, H, W], got " + x.describe(), {{"x", x}});
     return failure();
   }
   FailureOr<int64_t> stride = args.integer("stride", defaultStride);
@@ -163,9 +162,8 @@ static FailureOr<Window> readWindow(ModelEmitter &emitter,
   if (failed(stride) || failed(padding))
     return failure();
   if (*stride < 1) {
-    (void)emitter.error(args.getLoc("stride"),
-                        op + " needs stride >= 1, got " +
-                            std::to_string(*stride));
+    (void)emitter.error(args.getLoc("stride"), op + " needs stride >= 1, got " +
+                                                   std::to_string(*stride));
     return failure();
   }
   if (*padding < 0 || *padding >= kernel) {
@@ -202,21 +200,21 @@ Result builtins::emitConv2d(ModelEmitter &emitter, const CallArguments &args) {
   SMLoc loc = args.getCallLoc();
   ArrayRef<int64_t> filters = w->getTensorType().getShape();
   if (elementTypeOf(*x) != elementTypeOf(*w))
-    return shapeError(emitter, loc, "conv2d",
-                      "x and w differ in element type", {{"x", *x}, {"w", *w}});
+    return shapeError(emitter, loc, "conv2d", "x and w differ in element type",
+                      {{"x", *x}, {"w", *w}});
   if (filters.size() != 4 || filters[2] != filters[3])
     return shapeError(emitter, loc, "conv2d",
                       "w must be [O, C, K, K] (square filters)", {{"w", *w}});
-  FailureOr<Window> window = readWindow(emitter, args, "conv2d", *x,
-                                        filters[2], /*defaultStride=*/1);
+  FailureOr<Window> window =
+      readWindow(emitter, args, "conv2d", *x, filters[2], /*defaultStride=*/1);
   if (failed(window))
     return failure();
   ArrayRef<int64_t> shape = x->getTensorType().getShape();
   if (shape[1] != filters[1])
-    return shapeError(emitter, loc, "conv2d",
-                      llvm::formatv("x has {0} channels, w takes {1}",
-                                    shape[1], filters[1]),
-                      {{"x", *x}, {"w", *w}});
+    return shapeError(
+        emitter, loc, "conv2d",
+        llvm::formatv("x has {0} channels, w takes {1}", shape[1], filters[1]),
+        {{"x", *x}, {"w", *w}});
   int64_t n = shape[0], c = shape[1], o = filters[0], k = filters[2];
   int64_t ho = window->outHeight, wo = window->outWidth;
   WindowEmitter e(emitter, loc, elementTypeOf(*x));
@@ -232,10 +230,9 @@ Result builtins::emitConv2d(ModelEmitter &emitter, const CallArguments &args) {
     matrix = e.transpose(*matrix, {1, 0});
   if (failed(columns) || failed(matrix))
     return failure();
-  FailureOr<Value> product =
-      emitOp<graph::MatmulOp>(emitter, loc, tensorType({n * ho * wo, o},
-                                                       elementTypeOf(*x)),
-                              *columns, *matrix);
+  FailureOr<Value> product = emitOp<graph::MatmulOp>(
+      emitter, loc, tensorType({n * ho * wo, o}, elementTypeOf(*x)), *columns,
+      *matrix);
   // [N*Ho*Wo, O] -> [N, Ho, Wo, O] -> [N, O, Ho, Wo].
   if (succeeded(product))
     product = e.reshape(*product, {n, ho, wo, o});
@@ -256,9 +253,9 @@ static Result emitPool(ModelEmitter &emitter, const CallArguments &args,
   if (failed(x) || failed(kernel))
     return failure();
   if (*kernel < 1)
-    return emitter.error(args.getLoc("kernel"),
-                         op + " needs kernel >= 1, got " +
-                             std::to_string(*kernel));
+    return emitter.error(args.getLoc("kernel"), op +
+                                                    " needs kernel >= 1, got " +
+                                                    std::to_string(*kernel));
   FailureOr<Window> window = readWindow(emitter, args, op, *x, *kernel,
                                         /*defaultStride=*/*kernel);
   if (failed(window))

@@ -181,10 +181,9 @@ static Result emitFloatConstant(ModelEmitter &emitter, SMLoc loc,
     element.convert(semantics, APFloat::rmNearestTiesToEven, &losesInfo);
     rounded.push_back(element);
   }
-  return tensorResult(
-      emitOp<graph::ConstantOp>(emitter, loc,
-                                DenseElementsAttr::get(type, rounded)),
-      loc);
+  return tensorResult(emitOp<graph::ConstantOp>(
+                          emitter, loc, DenseElementsAttr::get(type, rounded)),
+                      loc);
 }
 
 /// rotary(x, base=10000): the rotary position embedding (RoFormer) in the
@@ -214,10 +213,9 @@ Result builtins::emitRotary(ModelEmitter &emitter, const CallArguments &args) {
   SmallVector<double> cosines(length * half), sines(length * half);
   for (int64_t t = 0; t < length; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      double angle =
-          static_cast<double>(t) *
-          std::pow(*base, -2.0 * static_cast<double>(i) /
-                              static_cast<double>(shape.back()));
+      double angle = static_cast<double>(t) *
+                     std::pow(*base, -2.0 * static_cast<double>(i) /
+                                         static_cast<double>(shape.back()));
       cosines[t * half + i] = std::cos(angle);
       sines[t * half + i] = std::sin(angle);
     }
@@ -234,11 +232,11 @@ Result builtins::emitRotary(ModelEmitter &emitter, const CallArguments &args) {
   auto sliceAt = [&](int64_t start) -> Result {
     SmallVector<int64_t> offsets(shape.size(), 0);
     offsets.back() = start;
-    return tensorResult(
-        emitOp<graph::SliceOp>(
-            emitter, loc, tensorType(halfShape, element), x->tensor,
-            emitter.getBuilder().getDenseI64ArrayAttr(offsets)),
-        loc);
+    return tensorResult(emitOp<graph::SliceOp>(
+                            emitter, loc, tensorType(halfShape, element),
+                            x->tensor,
+                            emitter.getBuilder().getDenseI64ArrayAttr(offsets)),
+                        loc);
   };
   Result first = sliceAt(0), second = sliceAt(half);
   if (failed(first) || failed(second))
@@ -258,12 +256,11 @@ Result builtins::emitRotary(ModelEmitter &emitter, const CallArguments &args) {
   Result turnedSecond = turn(*second, ast::BinaryOp::Add, *first);
   if (failed(turnedFirst) || failed(turnedSecond))
     return failure();
-  return tensorResult(
-      emitOp<graph::ConcatOp>(
-          emitter, loc, x->getTensorType(),
-          ValueRange{turnedFirst->tensor, turnedSecond->tensor},
-          emitter.getBuilder().getI64IntegerAttr(axis)),
-      loc);
+  return tensorResult(emitOp<graph::ConcatOp>(
+                          emitter, loc, x->getTensorType(),
+                          ValueRange{turnedFirst->tensor, turnedSecond->tensor},
+                          emitter.getBuilder().getI64IntegerAttr(axis)),
+                      loc);
 }
 
 /// batch_norm(x, gamma, beta, mean, var, momentum=0.1, eps=1e-5): x is
@@ -329,25 +326,22 @@ Result builtins::emitBatchNorm(ModelEmitter &emitter,
     return emitter.emitBinary(ast::BinaryOp::Sub, loc, l, r);
   };
   auto reshape = [&](const EvalValue &v, ArrayRef<int64_t> to) -> Result {
-    return tensorResult(
-        emitOp<graph::ReshapeOp>(emitter, loc, tensorType(to, element),
-                                 v.tensor),
-        loc);
+    return tensorResult(emitOp<graph::ReshapeOp>(
+                            emitter, loc, tensorType(to, element), v.tensor),
+                        loc);
   };
   auto channelMean = [&](const EvalValue &v) -> Result {
-    return tensorResult(
-        emitOp<graph::ReduceOp>(
-            emitter, loc, tensorType(kept, element),
-            graph::ReduceKindAttr::get(&emitter.getContext(),
-                                       graph::ReduceKind::Mean),
-            v.tensor, builder.getDenseI64ArrayAttr(axes),
-            builder.getUnitAttr()),
-        loc);
+    return tensorResult(emitOp<graph::ReduceOp>(
+                            emitter, loc, tensorType(kept, element),
+                            graph::ReduceKindAttr::get(&emitter.getContext(),
+                                                       graph::ReduceKind::Mean),
+                            v.tensor, builder.getDenseI64ArrayAttr(axes),
+                            builder.getUnitAttr()),
+                        loc);
   };
   auto normalize = [&](const EvalValue &centered,
                        const EvalValue &variance) -> Result {
-    FailureOr<EvalValue> shifted =
-        add(variance, EvalValue::ofFloat(*eps, loc));
+    FailureOr<EvalValue> shifted = add(variance, EvalValue::ofFloat(*eps, loc));
     if (failed(shifted))
       return failure();
     Result inverse = tensorResult(
@@ -387,10 +381,9 @@ Result builtins::emitBatchNorm(ModelEmitter &emitter,
   Result inferred = normalize(*runningCentered, *runningVar);
   if (failed(inferred))
     return failure();
-  Result y = tensorResult(
-      emitOp<graph::IfTrainingOp>(emitter, loc, trained->tensor,
-                                  inferred->tensor),
-      loc);
+  Result y = tensorResult(emitOp<graph::IfTrainingOp>(
+                              emitter, loc, trained->tensor, inferred->tensor),
+                          loc);
   if (failed(y))
     return failure();
 
@@ -409,8 +402,8 @@ Result builtins::emitBatchNorm(ModelEmitter &emitter,
     return add(*decayed, *step);
   };
   Result nextMean = moved(*mean, *batchMean, 1.0);
-  Result nextVar = moved(*var, *batchVar,
-                         static_cast<double>(count) / (count - 1.0));
+  Result nextVar =
+      moved(*var, *batchVar, static_cast<double>(count) / (count - 1.0));
   if (failed(nextMean) || failed(nextVar) ||
       failed(emitter.updateBuffer(*mean, nextMean->tensor, args.getLoc("mean"),
                                   "batch_norm's mean")) ||
@@ -469,8 +462,8 @@ static Result emitMaskedAttention(ModelEmitter &emitter,
     if (failed(mask))
       return failure();
     std::string message;
-    auto joined = graph::inferBroadcastShape(
-        mask->getTensorType().getShape(), scoreShape, message);
+    auto joined = graph::inferBroadcastShape(mask->getTensorType().getShape(),
+                                             scoreShape, message);
     if (elementTypeOf(*mask) != element || failed(joined) ||
         *joined != scoreShape)
       return shapeError(emitter, args.getLoc("mask"), "attention",
@@ -503,10 +496,10 @@ static Result emitMaskedAttention(ModelEmitter &emitter,
       rows.push_back(static_cast<double>(i));
     for (int64_t j = 0; j < keys; ++j)
       columns.push_back(static_cast<double>(j));
-    Result row = emitFloatConstant(emitter, loc, tensorType({queries, 1}, element),
-                                   rows);
-    Result column = emitFloatConstant(
-        emitter, loc, tensorType({1, keys}, element), columns);
+    Result row = emitFloatConstant(emitter, loc,
+                                   tensorType({queries, 1}, element), rows);
+    Result column = emitFloatConstant(emitter, loc,
+                                      tensorType({1, keys}, element), columns);
     if (failed(row) || failed(column))
       return failure();
     FailureOr<EvalValue> allowed =
@@ -546,12 +539,12 @@ static Result emitMaskedAttention(ModelEmitter &emitter,
       emitOp<graph::SoftmaxOp>(emitter, loc, scores->tensor, rank - 1), loc);
   if (failed(probabilities))
     return failure();
-  return tensorResult(
-      emitOp<graph::MatmulOp>(emitter, loc, tensorType(resultShape, element),
-                              probabilities->tensor, v.tensor,
-                              /*transpose_lhs=*/false,
-                              /*transpose_rhs=*/false),
-      loc);
+  return tensorResult(emitOp<graph::MatmulOp>(emitter, loc,
+                                              tensorType(resultShape, element),
+                                              probabilities->tensor, v.tensor,
+                                              /*transpose_lhs=*/false,
+                                              /*transpose_rhs=*/false),
+                      loc);
 }
 
 Result builtins::emitAttention(ModelEmitter &emitter,

@@ -249,10 +249,10 @@ LogicalResult ModelEmitter::finishForward() {
   for (const Result &result : results) {
     resultTypes.push_back(result.value.getType());
     resultValues.push_back(result.value);
-    SmallVector<NamedAttribute> attrs = {builder.getNamedAttr(
-        result.isUpdate ? graph::GraphDialect::kUpdateAttr
-                        : graph::GraphDialect::kOutputAttr,
-        builder.getStringAttr(result.name))};
+    SmallVector<NamedAttribute> attrs = {
+        builder.getNamedAttr(result.isUpdate ? graph::GraphDialect::kUpdateAttr
+                                             : graph::GraphDialect::kOutputAttr,
+                             builder.getStringAttr(result.name))};
     if (result.isLoss)
       attrs.push_back(builder.getNamedAttr(graph::GraphDialect::kLossAttr,
                                            builder.getUnitAttr()));
@@ -491,18 +491,17 @@ LogicalResult ModelEmitter::emitParam(const ast::ParamStmt &stmt) {
       localName.str();
   auto [it, inserted] = paramNames.try_emplace(name, stmt.getName().loc);
   if (!inserted) {
-    (void)error(stmt.getName().loc,
-                what + " '" + name + "' is declared twice");
+    (void)error(stmt.getName().loc, what + " '" + name + "' is declared twice");
     note(it->second, "first declared here");
     return failure();
   }
   // A buffer is state: the runtime initializes it, keeps it between steps
   // and saves it in checkpoints; only the train step writes it.
-  Value argument = addForwardArgument(
-      *type, stmt.getName().loc,
-      stmt.isBuffer() ? graph::GraphDialect::kStateAttr
-                      : graph::GraphDialect::kParamAttr,
-      name, *init);
+  Value argument =
+      addForwardArgument(*type, stmt.getName().loc,
+                         stmt.isBuffer() ? graph::GraphDialect::kStateAttr
+                                         : graph::GraphDialect::kParamAttr,
+                         name, *init);
   if (stmt.isBuffer())
     bufferNames[argument] = {name, stmt.getName().loc};
   scopes.back()[localName] = EvalValue::ofTensor(argument, stmt.getName().loc);
@@ -697,8 +696,9 @@ LogicalResult ModelEmitter::updateBuffer(const EvalValue &buffer, Value next,
                                          SMLoc loc, StringRef role) {
   auto it = bufferNames.find(buffer.tensor);
   if (it == bufferNames.end()) {
-    (void)error(loc, role + " must be a buffer ('buffer NAME : TYPE = INIT'), "
-                            "which the train step updates; got " +
+    (void)error(loc, role +
+                         " must be a buffer ('buffer NAME : TYPE = INIT'), "
+                         "which the train step updates; got " +
                          buffer.describe());
     noteOrigin(buffer, role);
     return failure();

@@ -337,8 +337,8 @@ bool Parser::checkDimExpr(const Expr &expr, StringRef what) {
     return checkDimExpr(llvm::cast<UnaryExpr>(expr).getOperand(), what);
   case Expr::Kind::Binary: {
     const auto &binary = llvm::cast<BinaryExpr>(expr);
-    if (binary.getOp() == BinaryOp::MatMul ||
-        binary.getOp() == BinaryOp::Pow || isComparison(binary.getOp()))
+    if (binary.getOp() == BinaryOp::MatMul || binary.getOp() == BinaryOp::Pow ||
+        isComparison(binary.getOp()))
       return reject(expr,
                     "operator '" + getBinaryOpSpelling(binary.getOp()) + "'");
     return checkDimExpr(binary.getLhs(), what) &&

@@ -406,8 +406,8 @@ StmtPtr Parser::parseParam(bool inLoop, bool buffer) {
                                "(its " +
                                what.str() + "s are numbered per call)");
   SMLoc start = consume().getLoc();
-  std::optional<LocatedName> name = parseName(buffer ? "a buffer name"
-                                                     : "a parameter name");
+  std::optional<LocatedName> name =
+      parseName(buffer ? "a buffer name" : "a parameter name");
   if (!name || !expect(Token::Colon, buffer ? "after the buffer name"
                                             : "after the parameter name"))
     return nullptr;

@@ -173,10 +173,10 @@ llvm::Error Evaluation::evaluate(Operation *op) {
             graph::ReluOp, graph::GeluOp>(
           [&](auto) { return bindResult(op, evaluateUnary(op, in(0))); })
       .Case<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp,
-            graph::PowOp, graph::MaximumOp, graph::MinimumOp,
-            graph::CompareOp>([&](auto) {
-        return bindResult(op, evaluateBinary(op, in(0), in(1)));
-      })
+            graph::PowOp, graph::MaximumOp, graph::MinimumOp, graph::CompareOp>(
+          [&](auto) {
+            return bindResult(op, evaluateBinary(op, in(0), in(1)));
+          })
       // @forward as written is the model in inference (eval_step's view).
       .Case([&](graph::IfTrainingOp) { return bindResult(op, Tensor(in(1))); })
       .Case([&](graph::SelectOp) {

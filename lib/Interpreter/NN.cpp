@@ -304,8 +304,8 @@ static void dropout(const Tensor &input, double rate, uint32_t stream,
   uint64_t size = static_cast<uint64_t>(input.getNumElements());
   uint64_t base = static_cast<uint64_t>(options.microBatch) * size;
   for (uint64_t e = 0; e < size; ++e) {
-    uint32_t word = philox::wordFor(options.seed, options.step, stream,
-                                    base + e);
+    uint32_t word =
+        philox::wordFor(options.seed, options.step, stream, base + e);
     bool keep = philox::dropoutKeeps(word, threshold);
     y[e] = keep ? x[e] * scale : T(0);
   }

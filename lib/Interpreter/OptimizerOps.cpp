@@ -40,8 +40,7 @@ static double scheduledRate(graph::LrScheduleOp op, double t) {
 
 /// The sum of `values` in T, halves summed apart and added (error
 /// O(log n) ulps rather than sequential summation's O(n)).
-template <typename T>
-static T pairwiseSum(ArrayRef<T> values) {
+template <typename T> static T pairwiseSum(ArrayRef<T> values) {
   if (values.size() <= 8) {
     T sum = T(0);
     for (T value : values)

@@ -74,9 +74,9 @@ struct Token {
     Star,
     Slash,
     At,
-    StarStar, ///< `**`
-    Arrow,    ///< `->`
-    DotDot,   ///< `..`
+    StarStar,     ///< `**`
+    Arrow,        ///< `->`
+    DotDot,       ///< `..`
     Less,         ///< `<`
     LessEqual,    ///< `<=`
     Greater,      ///< `>`

@@ -118,8 +118,8 @@ struct DropoutToKernel : OpToKernelPattern<graph::DropoutOp> {
             // micro-batches draw what one batch K times larger would.
             Value microBatch =
                 arith::ExtUIOp::create(b, loc, b.getI64Type(), rng(3));
-            Value base = arith::MulIOp::create(b, loc, microBatch,
-                                               i64Const(count));
+            Value base =
+                arith::MulIOp::create(b, loc, microBatch, i64Const(count));
             Value block64 =
                 arith::IndexCastUIOp::create(b, loc, b.getI64Type(), block);
             Value first64 = arith::MulIOp::create(b, loc, block64, i64Const(4));
@@ -128,16 +128,16 @@ struct DropoutToKernel : OpToKernelPattern<graph::DropoutOp> {
             std::array<Value, 4> aligned;
             if (count % 4 == 0)
               aligned = wordsOf(arith::AddIOp::create(
-                  b, loc,
-                  arith::DivUIOp::create(b, loc, base, i64Const(4)), block64));
+                  b, loc, arith::DivUIOp::create(b, loc, base, i64Const(4)),
+                  block64));
             auto wordOfLane = [&](int lane) -> Value {
               if (count % 4 == 0)
                 return aligned[lane];
               Value whole = arith::AddIOp::create(
                   b, loc, base,
                   arith::AddIOp::create(b, loc, first64, i64Const(lane)));
-              std::array<Value, 4> lanes = wordsOf(
-                  arith::ShRUIOp::create(b, loc, whole, i64Const(2)));
+              std::array<Value, 4> lanes =
+                  wordsOf(arith::ShRUIOp::create(b, loc, whole, i64Const(2)));
               Value which = arith::AndIOp::create(b, loc, whole, i64Const(3));
               Value word = lanes[3];
               for (int w = 2; w >= 0; --w)

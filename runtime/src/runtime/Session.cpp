@@ -379,8 +379,7 @@ Result Session::run(const std::string &entryName) {
   // The last run's RNG and status words are its own until it finished.
   KILN_RETURN_IF_ERROR(device_->finish());
   bool accumulating = entryName == "accumulate_step";
-  KILN_RETURN_IF_ERROR(
-      prepareRunBuffers(accumulating ? microBatches_ : 0));
+  KILN_RETURN_IF_ERROR(prepareRunBuffers(accumulating ? microBatches_ : 0));
   RunOptions options;
   options.checkNumerics = checkNumerics_;
   options.profile = profiling_ ? &profiles_[index] : nullptr;

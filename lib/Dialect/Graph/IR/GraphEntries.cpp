@@ -29,8 +29,7 @@ std::optional<unsigned> graph::findPersistentArgument(func::FuncOp function,
 }
 
 bool graph::hasTrainingPhase(func::FuncOp function) {
-  return function
-      .walk([](IfTrainingOp) { return WalkResult::interrupt(); })
+  return function.walk([](IfTrainingOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
 }
 

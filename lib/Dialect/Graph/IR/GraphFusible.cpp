@@ -257,8 +257,8 @@ int64_t CompareOp::getFlopsPerElement() { return 1; }
 Value SelectOp::buildScalar(OpBuilder &b, Location loc, unsigned,
                             ValueRange in) {
   Scalar f{b, loc, in[0].getType()};
-  Value chosen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
-                                       in[0], f.c(0.0));
+  Value chosen =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, in[0], f.c(0.0));
   return arith::SelectOp::create(b, loc, chosen, in[1], in[2]);
 }
 int64_t SelectOp::getFlopsPerElement() { return 1; }

@@ -303,12 +303,10 @@ LogicalResult SelectOp::buildVJP(OpBuilder &builder, ArrayRef<Value> cotangents,
   Type type = getType();
   Value zero = buildSplat(builder, loc, cast<RankedTensorType>(type), 0.0);
   operandCotangents.push_back(Value());
-  operandCotangents.push_back(SelectOp::create(builder, loc, type,
-                                               getCondition(), cotangents[0],
-                                               zero));
-  operandCotangents.push_back(SelectOp::create(builder, loc, type,
-                                               getCondition(), zero,
-                                               cotangents[0]));
+  operandCotangents.push_back(SelectOp::create(
+      builder, loc, type, getCondition(), cotangents[0], zero));
+  operandCotangents.push_back(SelectOp::create(
+      builder, loc, type, getCondition(), zero, cotangents[0]));
   return success();
 }
 

@@ -476,9 +476,10 @@ LogicalResult kiln::graph::buildTrainFunctions(ModuleOp module,
   // inference, as eval_step and predict run it.
   func::FuncOp training = forward.clone();
   resolveTrainingPhase(training, /*training=*/true);
-  LogicalResult built = settings.accumulate == 1
-                            ? buildTrainStep(module, training, settings)
-                            : buildAccumulationSteps(module, training, settings);
+  LogicalResult built =
+      settings.accumulate == 1
+          ? buildTrainStep(module, training, settings)
+          : buildAccumulationSteps(module, training, settings);
   training.erase();
   resolveTrainingPhase(forward, /*training=*/false);
   return built;

@@ -70,8 +70,7 @@ buildGradientFunction(mlir::func::FuncOp forward, llvm::StringRef name);
 /// values chosen (batch statistics), placed beside it while the gradients
 /// are built; otherwise of `forward` itself.
 mlir::FailureOr<mlir::func::FuncOp>
-buildTrainingGradientFunction(mlir::func::FuncOp forward,
-                              llvm::StringRef name);
+buildTrainingGradientFunction(mlir::func::FuncOp forward, llvm::StringRef name);
 
 } // namespace kiln::graph
 
