@@ -474,13 +474,17 @@ LogicalResult kiln::graph::buildTrainFunctions(ModuleOp module,
   // The entries train on a copy of the forward in its training phase
   // (batch statistics, buffer updates); @forward itself stays the model in
   // inference, as eval_step and predict run it.
-  func::FuncOp training = forward.clone();
+  // (A model without batch_norm has one phase: no copy.)
+  bool twoPhases = hasTrainingPhase(forward);
+  func::FuncOp training = twoPhases ? forward.clone() : forward;
   resolveTrainingPhase(training, /*training=*/true);
   LogicalResult built =
       settings.accumulate == 1
           ? buildTrainStep(module, training, settings)
           : buildAccumulationSteps(module, training, settings);
-  training.erase();
-  resolveTrainingPhase(forward, /*training=*/false);
+  if (twoPhases) {
+    training.erase();
+    resolveTrainingPhase(forward, /*training=*/false);
+  }
   return built;
 }
