@@ -115,6 +115,12 @@ initializeNamed(func::FuncOp function, uint64_t seed, StringRef attr) {
           location, ("parameter '" + name.getValue() + "' has no '" +
                      graph::GraphDialect::kInitAttr + "'")
                         .str());
+    // A weight's 16-bit copy (`rounded`) is derived from its weight, not
+    // initialized on its own.
+    auto kind = init.getAs<StringAttr>("kind");
+    if (attr == graph::GraphDialect::kStateAttr && kind &&
+        kind.getValue() == "rounded")
+      continue;
     llvm::Expected<Tensor> value =
         initializeParameter(name.getValue(), type, init, seed, location);
     if (!value)

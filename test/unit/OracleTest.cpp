@@ -352,24 +352,9 @@ protected:
       ElementType element = *getElementType(type.getElementType());
       std::vector<int64_t> shape(type.getShape());
       std::vector<double> values;
-      if (auto state = forward.getArgAttrOfType<StringAttr>(
-              i, graph::GraphDialect::kStateAttr)) {
-        // Optimizer state starts at zero; a buffer at its initializer
-        // (batch norm's running variance: ones).
-        auto init = forward.getArgAttrOfType<DictionaryAttr>(
-            i, graph::GraphDialect::kInitAttr);
-        auto kind = init ? init.getAs<StringAttr>("kind") : StringAttr();
-        if (!kind || kind.getValue() == "rounded") {
-          arguments[i] = Tensor(element, shape);
-          continue;
-        }
-        llvm::Expected<Tensor> value = interp::initializeParameter(
-            state.getValue(), type, init, /*seed=*/0, forward.getLoc());
-        if (!value) {
-          ADD_FAILURE() << llvm::toString(value.takeError());
-          continue;
-        }
-        arguments[i] = std::move(*value);
+      // State: zeros here, its initializer below.
+      if (forward.getArgAttr(i, graph::GraphDialect::kStateAttr)) {
+        arguments[i] = Tensor(element, shape);
         continue;
       }
       if (auto param = forward.getArgAttrOfType<StringAttr>(
@@ -407,6 +392,14 @@ protected:
     }
     // Every weight the oracle drew is a parameter of the model.
     EXPECT_EQ(numParams, weights.tensors.size());
+    // Optimizer state from zero, a buffer from its initializer (batch
+    // norm's running variance: ones).
+    auto states = interp::initializeBuffers(forward, /*seed=*/0);
+    if (!states)
+      ADD_FAILURE() << llvm::toString(states.takeError());
+    else
+      for (interp::InitializedParameter &state : *states)
+        arguments[state.argumentIndex] = std::move(state.value);
     return arguments;
   }
 

@@ -114,7 +114,9 @@ struct InitializedParameter {
 llvm::Expected<llvm::SmallVector<InitializedParameter>>
 initializeParameters(mlir::func::FuncOp function, uint64_t seed);
 /// The same for the `graph.state` arguments of `function` -- @forward's are
-/// the model's buffers (batch_norm's running statistics).
+/// the model's buffers (batch_norm's running statistics); a train entry's
+/// optimizer state starts at its `zeros`. Weight copies (`rounded`) are
+/// left out: they derive from their weights.
 llvm::Expected<llvm::SmallVector<InitializedParameter>>
 initializeBuffers(mlir::func::FuncOp function, uint64_t seed);
 
