@@ -1,7 +1,7 @@
 //===- BuiltinSupport.h - Shared helpers of the builtins -----*- C++ -*-===//
 //
 // Part of Kiln. Declares the helpers every builtin's emitter uses and the
-// emitters of each family (BuiltinsShape.cpp, BuiltinsNN.cpp), which the
+// emitters of each family (BuiltinsShape.cpp, BuiltinsNN.cpp, ...), which the
 // table in Builtins.cpp lists.
 //
 //===----------------------------------------------------------------------===//
@@ -61,15 +61,19 @@ Result emitConv2d(ModelEmitter &emitter, const CallArguments &args);
 Result emitMaxPool2d(ModelEmitter &emitter, const CallArguments &args);
 Result emitAvgPool2d(ModelEmitter &emitter, const CallArguments &args);
 
-// Neural-network ops (BuiltinsNN.cpp).
-Result emitEmbed(ModelEmitter &emitter, const CallArguments &args);
+// Normalization (BuiltinsNorm.cpp).
 Result emitLayerNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitRmsNorm(ModelEmitter &emitter, const CallArguments &args);
 Result emitMse(ModelEmitter &emitter, const CallArguments &args);
-Result emitRotary(ModelEmitter &emitter, const CallArguments &args);
 Result emitBatchNorm(ModelEmitter &emitter, const CallArguments &args);
-Result emitSoftmax(ModelEmitter &emitter, const CallArguments &args);
+
+// Attention and rotary embeddings (BuiltinsAttention.cpp).
 Result emitAttention(ModelEmitter &emitter, const CallArguments &args);
+Result emitRotary(ModelEmitter &emitter, const CallArguments &args);
+
+// Other neural-network ops (BuiltinsNN.cpp).
+Result emitEmbed(ModelEmitter &emitter, const CallArguments &args);
+Result emitSoftmax(ModelEmitter &emitter, const CallArguments &args);
 Result emitCrossEntropy(ModelEmitter &emitter, const CallArguments &args);
 Result emitDropout(ModelEmitter &emitter, const CallArguments &args);
 Result emitCast(ModelEmitter &emitter, const CallArguments &args);
