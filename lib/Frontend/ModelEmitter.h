@@ -144,8 +144,15 @@ public:
   int64_t nextDropoutStream() { return dropoutStreams++; }
 
 private:
-  // Statements (ModelEmitter.cpp).
+  // The module (ModelModule.cpp).
   mlir::LogicalResult emitModel(const ast::ModelDecl &model);
+  /// After a model statement failed: unbinds the names it would have
+  /// defined and marks them poisoned, so that later uses fail without
+  /// reporting again while the remaining statements are checked.
+  void poisonDefinitions(const ast::Stmt &stmt);
+  mlir::LogicalResult finishForward();
+
+  // Statements (ModelEmitter.cpp).
   mlir::LogicalResult emitStatements(const ast::StmtList &body, bool inModel);
   mlir::LogicalResult emitStatement(const ast::Stmt &stmt, bool inModel);
   mlir::LogicalResult emitDims(const ast::DimStmt &stmt);
@@ -154,12 +161,7 @@ private:
   mlir::LogicalResult emitAssign(const ast::AssignStmt &stmt);
   mlir::LogicalResult emitFor(const ast::ForStmt &stmt, bool inModel);
   mlir::LogicalResult emitModelReturn(const ast::ReturnStmt &stmt);
-  /// After a model statement failed: unbinds the names it would have
-  /// defined and marks them poisoned, so that later uses fail without
-  /// reporting again while the remaining statements are checked.
-  void poisonDefinitions(const ast::Stmt &stmt);
   mlir::LogicalResult emitOutput(const ast::OutputStmt &stmt);
-  mlir::LogicalResult finishForward();
 
   /// Evaluates a declared type, `f32[B, 3*D]`, in the current scope.
   mlir::FailureOr<mlir::RankedTensorType>
