@@ -26,6 +26,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -287,6 +288,44 @@ static LogicalResult linkObjects(llvm::ArrayRef<TemporaryObject> objects,
   return success();
 }
 
+/// A module defining the compiler-rt builtin that x86 code generation calls
+/// to round f32 to bf16 where it legalizes bf16 vector code by promotion
+/// (seen on shuffles of bf16 vectors): __truncsfbf2, round to nearest even,
+/// a NaN kept quiet with its sign -- what the kernels' own inline
+/// conversions (arith-expand-ops) compute. Debian's libgcc (GCC 12) has no
+/// such function, and kernels.so links only libc and libm, so it is defined
+/// here, hidden, and linked into every kernels.so.
+static std::unique_ptr<llvm::Module>
+buildBFloat16Support(llvm::LLVMContext &context,
+                     const llvm::TargetMachine &machine) {
+  auto module = std::make_unique<llvm::Module>("kiln-bf16-support", context);
+  module->setTargetTriple(machine.getTargetTriple());
+  module->setDataLayout(machine.createDataLayout());
+  llvm::Type *f32 = llvm::Type::getFloatTy(context);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(context);
+  auto *type =
+      llvm::FunctionType::get(llvm::Type::getBFloatTy(context), {f32}, false);
+  llvm::Function *function = llvm::Function::Create(
+      type, llvm::GlobalValue::ExternalLinkage, "__truncsfbf2", *module);
+  function->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  function->addFnAttr("target-cpu", machine.getTargetCPU());
+  if (!machine.getTargetFeatureString().empty())
+    function->addFnAttr("target-features", machine.getTargetFeatureString());
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
+  llvm::Value *x = function->getArg(0);
+  llvm::Value *bits = b.CreateBitCast(x, i32);
+  llvm::Value *high = b.CreateLShr(bits, 16);
+  // Nearest, ties to even: add 0x7fff plus the kept part's lowest bit.
+  llvm::Value *bias = b.CreateAdd(b.getInt32(0x7fff), b.CreateAnd(high, 1));
+  llvm::Value *rounded = b.CreateLShr(b.CreateAdd(bits, bias), 16);
+  llvm::Value *quietNaN = b.CreateOr(high, 0x40);
+  llvm::Value *isNaN = b.CreateFCmpUNO(x, x);
+  llvm::Value *result =
+      b.CreateTrunc(b.CreateSelect(isNaN, quietNaN, rounded), b.getInt16Ty());
+  b.CreateRet(b.CreateBitCast(result, llvm::Type::getBFloatTy(context)));
+  return module;
+}
+
 LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
                                              llvm::StringRef outputPath,
                                              const HostTargetOptions &options,
@@ -322,6 +361,9 @@ LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
           llvm::WriteBitcodeToFile(*part, os);
         },
         /*PreserveLocals=*/false, /*RoundRobin=*/true);
+    llvm::SmallString<0> &support = parts.emplace_back();
+    llvm::raw_svector_ostream os(support);
+    llvm::WriteBitcodeToFile(*buildBFloat16Support(context, *machine), os);
   }
 
   std::vector<TemporaryObject> objects(parts.size());
