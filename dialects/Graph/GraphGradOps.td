@@ -163,14 +163,16 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Graph_LowPrecisionComput
     DeclareOpInterfaceMethods<Graph_CostOpInterface>]> {
   let summary = "VJP of `graph.attention`: dq, dk and dv.";
   let description = [{
-    Recomputes the probabilities `p = softmax(q k^T * scale [+ mask])` from
-    `q` and `k`, then `dv = p^T dout`, `ds = p * (dout v^T - rowsum(dout *
-    out))`, `dq = ds k * scale`, `dk = ds^T q * scale`. `out` is the forward
-    op's result (`rowsum(dout * out)` equals `rowsum(dout v^T * p)`, over
-    the value dim instead of the keys); a target whose fused forward saved
-    per-row statistics of `out` (the log-sum-exp) finds them through it.
-    `causal` and `scale` are those of the forward op (`scale` defaults to
-    `1/sqrt(Dk)`). Not differentiable (no second-order autodiff).
+    Recomputes the probabilities `p = softmax(q k^T * scale [+ mask]
+    [causal])` from `q` and `k`, then `dv = p^T dout`, `ds = p * (dout v^T -
+    rowsum(dout * out))`, `dq = ds k * scale`, `dk = ds^T q * scale`. `out`
+    is the forward op's result (`rowsum(dout * out)` equals `rowsum(dout v^T
+    * p)`, over the value dim instead of the keys); a target whose fused
+    forward saved per-row statistics of `out` (the log-sum-exp) finds them
+    through it. `causal`, `scale` and `mask` are those of the forward op
+    (`scale` defaults to `1/sqrt(Dk)`); the mask gets no gradient here (the
+    forward's VJP composes one where the mask depends on a parameter). Not
+    differentiable (no second-order autodiff).
     ```mlir
     %dq, %dk, %dv = graph.attention_grad %dout, %q, %k, %v, %out {causal} : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>
     ```
@@ -178,11 +180,13 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [Graph_LowPrecisionComput
   let arguments = (ins Graph_FloatTensor:$result_grad, Graph_FloatTensor:$query,
                        Graph_FloatTensor:$key, Graph_FloatTensor:$value,
                        Graph_FloatTensor:$out,
+                       Optional<Graph_FloatTensor>:$mask,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs Graph_FloatTensor:$query_grad, Graph_FloatTensor:$key_grad,
                       Graph_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $result_grad `,` $query `,` $key `,` $value `,` $out attr-dict `:`
+    $result_grad `,` $query `,` $key `,` $value `,` $out
+    (`mask` `(` $mask^ `:` type($mask) `)`)? attr-dict `:`
     type($result_grad) `,` type($query) `,` type($key) `,` type($value)
   }];
   let extraClassDeclaration = [{

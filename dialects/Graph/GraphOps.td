@@ -463,23 +463,34 @@ def Graph_SoftmaxOp : Graph_Op<"softmax", [Graph_FullPrecisionCompute, Pure,
 def Graph_AttentionOp : Graph_Op<"attention", [Graph_LowPrecisionCompute, Pure,
     DeclareOpInterfaceMethods<Graph_CostOpInterface>,
     DeclareOpInterfaceMethods<Graph_DifferentiableOpInterface>]> {
-  let summary = "Scaled dot-product attention, optionally causal.";
+  let summary = "Scaled dot-product attention, optionally causal or masked.";
   let description = [{
-    `softmax(q k^T * scale [+ causal mask]) v` over the last two dims:
+    `softmax(q k^T * scale [+ mask] [causal]) v` over the last two dims:
     `q` is `[..., Tq, Dk]`, `k` is `[..., Tk, Dk]`, `v` is `[..., Tk, Dv]`, the
     result `[..., Tq, Dv]`; leading dims are equal. `scale` defaults to
     `1/sqrt(Dk)`. With `causal`, query i attends to keys j <= i (Tq == Tk).
+    The optional `mask` is added to the scaled scores `[..., Tq, Tk]` (a
+    masked pair is `-inf`; a query that sees no key gets NaN, as in
+    PyTorch): it has q's element type and broadcasts to the scores, its
+    last two dims 1 or Tq and 1 or Tk, and its leading dims (counted from
+    the right) equal to the scores' over one contiguous run and 1 elsewhere
+    (`[B, 1, Tq, Tk]` or `[Tq, Tk]` or `[B, 1, 1, Tk]` for scores
+    `[B, H, Tq, Tk]`), so that kernels read it in place
+    (graph::getAttentionMaskLayout). Fused kernels never store the scores.
     ```mlir
     %a = graph.attention %q, %k, %v {causal} : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x32xf32>
+    %b = graph.attention %q, %k, %v mask(%m : tensor<2x1x1x64xf32>) : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x32xf32>
     ```
   }];
   let arguments = (ins Graph_FloatTensor:$query, Graph_FloatTensor:$key,
-                       Graph_FloatTensor:$value, UnitAttr:$causal,
+                       Graph_FloatTensor:$value,
+                       Optional<Graph_FloatTensor>:$mask, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs Graph_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
-    type($value) `->` type($result)
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->`
+    type($result)
   }];
   let extraClassDeclaration = [{
     /// The scale applied to q k^T: the attribute, or 1/sqrt(Dk).

@@ -1,7 +1,7 @@
 //===- BuiltinsAttention.cpp - Attention builtins -------------------------===//
 //
-// Part of Kiln. attention (fused, or composed with masks) and rotary
-// position embeddings.
+// Part of Kiln. attention (with its additive mask, built from `mask` and
+// `key_padding`) and rotary position embeddings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,17 +119,15 @@ Result builtins::emitRotary(ModelEmitter &emitter, const CallArguments &args) {
                       loc);
 }
 
-
-/// attention with `mask` (additive, broadcast to the scores [..., Tq, Tk])
-/// or `key_padding` ([B, Tk], nonzero where a key may be attended to):
-/// composed of graph ops -- the scores q k^T * scale, the masks (a masked
-/// score is -inf), softmax, the product with v. Not the fused kernels: the
-/// scores and probabilities are materialized ([..., Tq, Tk] each).
-static Result emitMaskedAttention(ModelEmitter &emitter,
-                                  const CallArguments &args, const EvalValue &q,
-                                  const EvalValue &k, const EvalValue &v,
-                                  bool causal, double scale,
-                                  ArrayRef<int64_t> resultShape) {
+/// The additive mask of an attention with `mask` (additive, broadcast to
+/// the scores [..., Tq, Tk]) and/or `key_padding` ([B, Tk], nonzero where a
+/// key may be attended to, which becomes 0 or -inf at [B, 1, .., 1, Tk]):
+/// their sum, broadcast further only where its leading dims would not be
+/// one contiguous run of the scores' (graph::getAttentionMaskLayout), so
+/// that the kernels read it in place.
+static Result emitAttentionMask(ModelEmitter &emitter,
+                                const CallArguments &args, const EvalValue &q,
+                                const EvalValue &k) {
   SMLoc loc = args.getCallLoc();
   Type element = elementTypeOf(q);
   ArrayRef<int64_t> queryShape = q.getTensorType().getShape();
@@ -137,20 +135,12 @@ static Result emitMaskedAttention(ModelEmitter &emitter,
   SmallVector<int64_t> scoreShape(queryShape.drop_back());
   scoreShape.push_back(keyShape[keyShape.size() - 2]);
   int64_t rank = scoreShape.size();
-  int64_t queries = scoreShape[rank - 2], keys = scoreShape[rank - 1];
+  int64_t keys = scoreShape[rank - 1];
   RankedTensorType scoreType = tensorType(scoreShape, element);
   OpBuilder &builder = emitter.getBuilder();
   Location at = emitter.getLoc(loc);
 
-  Result scores = tensorResult(
-      emitOp<graph::MatmulOp>(emitter, loc, scoreType, q.tensor, k.tensor,
-                              /*transpose_lhs=*/false, /*transpose_rhs=*/true),
-      loc);
-  if (succeeded(scores))
-    scores = emitter.emitBinary(ast::BinaryOp::Mul, loc, *scores,
-                                EvalValue::ofFloat(scale, loc));
-  if (failed(scores))
-    return failure();
+  std::optional<EvalValue> combined;
   if (args.has("mask")) {
     FailureOr<EvalValue> mask = args.floatTensor("mask");
     if (failed(mask))
@@ -165,41 +155,7 @@ static Result emitMaskedAttention(ModelEmitter &emitter,
                             describeTensorType(scoreType) +
                             " and have q's element type",
                         {{"mask", *mask}});
-    scores = emitter.emitBinary(ast::BinaryOp::Add, loc, *scores, *mask);
-    if (failed(scores))
-      return failure();
-  }
-  // Where `allowed` (a 1/0 mask that broadcasts to the scores) is 0, the
-  // score becomes -inf.
-  auto block = [&](const EvalValue &allowed) -> LogicalResult {
-    FailureOr<EvalValue> blocked = emitter.materializeScalar(
-        EvalValue::ofFloat(-std::numeric_limits<double>::infinity(), loc),
-        scoreType, loc);
-    if (failed(blocked) || failed(emitter.countOp(loc)))
-      return failure();
-    scores = EvalValue::ofTensor(
-        graph::SelectOp::create(
-            builder, at, emitter.broadcastTo(allowed.tensor, scoreShape, at),
-            scores->tensor, blocked->tensor),
-        loc);
-    return success();
-  };
-  if (causal) {
-    SmallVector<double> rows, columns;
-    for (int64_t i = 0; i < queries; ++i)
-      rows.push_back(static_cast<double>(i));
-    for (int64_t j = 0; j < keys; ++j)
-      columns.push_back(static_cast<double>(j));
-    Result row = emitFloatConstant(emitter, loc,
-                                   tensorType({queries, 1}, element), rows);
-    Result column = emitFloatConstant(emitter, loc,
-                                      tensorType({1, keys}, element), columns);
-    if (failed(row) || failed(column))
-      return failure();
-    FailureOr<EvalValue> allowed =
-        emitter.emitBinary(ast::BinaryOp::GreaterEqual, loc, *row, *column);
-    if (failed(allowed) || failed(block(*allowed)))
-      return failure();
+    combined = *mask;
   }
   if (args.has("key_padding")) {
     FailureOr<EvalValue> padding = args.floatTensor("key_padding");
@@ -218,27 +174,52 @@ static Result emitMaskedAttention(ModelEmitter &emitter,
     SmallVector<int64_t> spread(rank, 1);
     spread.front() = scoreShape[0];
     spread.back() = keys;
+    RankedTensorType spreadType = tensorType(spread, element);
     Result reshaped = tensorResult(
-        emitOp<graph::ReshapeOp>(emitter, loc, tensorType(spread, element),
-                                 padding->tensor),
+        emitOp<graph::ReshapeOp>(emitter, loc, spreadType, padding->tensor),
         loc);
     if (failed(reshaped))
       return failure();
     FailureOr<EvalValue> allowed = emitter.emitBinary(
         ast::BinaryOp::NotEqual, loc, *reshaped, EvalValue::ofFloat(0.0, loc));
-    if (failed(allowed) || failed(block(*allowed)))
+    FailureOr<EvalValue> open = emitter.materializeScalar(
+        EvalValue::ofFloat(0.0, loc), spreadType, loc);
+    FailureOr<EvalValue> blocked = emitter.materializeScalar(
+        EvalValue::ofFloat(-std::numeric_limits<double>::infinity(), loc),
+        spreadType, loc);
+    if (failed(allowed) || failed(open) || failed(blocked) ||
+        failed(emitter.countOp(loc)))
       return failure();
+    EvalValue additive = EvalValue::ofTensor(
+        graph::SelectOp::create(builder, at, allowed->tensor, open->tensor,
+                                blocked->tensor),
+        loc);
+    if (combined) {
+      FailureOr<EvalValue> sum =
+          emitter.emitBinary(ast::BinaryOp::Add, loc, *combined, additive);
+      if (failed(sum))
+        return failure();
+      combined = *sum;
+    } else {
+      combined = additive;
+    }
   }
-  Result probabilities = tensorResult(
-      emitOp<graph::SoftmaxOp>(emitter, loc, scores->tensor, rank - 1), loc);
-  if (failed(probabilities))
-    return failure();
-  return tensorResult(emitOp<graph::MatmulOp>(emitter, loc,
-                                              tensorType(resultShape, element),
-                                              probabilities->tensor, v.tensor,
-                                              /*transpose_lhs=*/false,
-                                              /*transpose_rhs=*/false),
-                      loc);
+  std::string message;
+  if (failed(graph::getAttentionMaskLayout(combined->getTensorType().getShape(),
+                                           scoreShape, message))) {
+    // Leading dims that skip one of the scores' (a [B, 1, C] mask over [B,
+    // H, C] batches): spread over all of them.
+    ArrayRef<int64_t> maskShape = combined->getTensorType().getShape();
+    SmallVector<int64_t> spread(scoreShape);
+    int64_t maskRank = maskShape.size();
+    spread[rank - 2] = maskRank >= 2 ? maskShape[maskRank - 2] : 1;
+    spread[rank - 1] = maskRank >= 1 ? maskShape[maskRank - 1] : 1;
+    if (failed(emitter.countOp(loc)))
+      return failure();
+    combined = EvalValue::ofTensor(
+        emitter.broadcastTo(combined->tensor, spread, at), loc);
+  }
+  return *combined;
 }
 
 Result builtins::emitAttention(ModelEmitter &emitter,
@@ -269,16 +250,16 @@ Result builtins::emitAttention(ModelEmitter &emitter,
       return failure();
     scale = builder.getF64FloatAttr(*value);
   }
-  if (args.has("mask") || args.has("key_padding"))
-    return emitMaskedAttention(
-        emitter, args, *q, *k, *v, *causal,
-        scale ? scale.getValueAsDouble()
-              : 1.0 / std::sqrt(static_cast<double>(
-                          q->getTensorType().getShape().back())),
-        *shape);
+  Value mask;
+  if (args.has("mask") || args.has("key_padding")) {
+    Result combined = emitAttentionMask(emitter, args, *q, *k);
+    if (failed(combined))
+      return failure();
+    mask = combined->tensor;
+  }
   return tensorResult(emitOp<graph::AttentionOp>(
                           emitter, loc, tensorType(*shape, elementTypeOf(*q)),
-                          q->tensor, k->tensor, v->tensor,
+                          q->tensor, k->tensor, v->tensor, mask,
                           *causal ? builder.getUnitAttr() : UnitAttr(), scale),
                       loc);
 }

@@ -236,16 +236,20 @@ struct AttentionSizes {
   int64_t batches, queries, keys, keyDim, valueDim;
   bool causal;
   double scale;
+  graph::AttentionMaskLayout mask;
 };
 } // namespace
 
 template <typename T>
 static void attentionGrad(const AttentionSizes &g, const Tensor &doutTensor,
                           const Tensor &query, const Tensor &key,
-                          const Tensor &value, Tensor &dqTensor,
-                          Tensor &dkTensor, Tensor &dvTensor) {
+                          const Tensor &value, const Tensor *mask,
+                          Tensor &dqTensor, Tensor &dkTensor,
+                          Tensor &dvTensor) {
   llvm::ArrayRef<T> dout = doutTensor.data<T>(), q = query.data<T>(),
                     k = key.data<T>(), v = value.data<T>();
+  AttentionMaskRows<T> maskRows{mask ? mask->data<T>().data() : nullptr,
+                                g.mask};
   llvm::MutableArrayRef<T> dq = dqTensor.data<T>(), dk = dkTensor.data<T>(),
                            dv = dvTensor.data<T>();
   const T scale = static_cast<T>(g.scale);
@@ -262,7 +266,8 @@ static void attentionGrad(const AttentionSizes &g, const Tensor &doutTensor,
       int64_t visible = g.causal ? i + 1 : g.keys;
       // The probabilities, exactly as the forward computes them.
       attentionProbabilities(qb + i * g.keyDim, kb, g.keyDim, visible, scale,
-                             p.data());
+                             p.data(), maskRows.getRow(b, i),
+                             maskRows.getKeyStride());
       // dv_j += p_j dout_i; dp_j = dout_i . v_j; ds = p (dp - p . dp).
       T pDotDp = T(0);
       for (int64_t j = 0; j < visible; ++j) {
@@ -428,8 +433,19 @@ static llvm::Error compute(Operation *op, llvm::ArrayRef<const Tensor *> in,
         if (in[0]->getNumElements() != g.batches * g.queries * g.valueDim)
           return makeOpError(op, "result_grad " + in[0]->getTypeString() +
                                      " does not match the attention");
+        const Tensor *mask = grad.getMask() ? in[5] : nullptr;
+        if (mask) {
+          if (mask->getElementType() != out[0].getElementType())
+            return makeOpError(op, "mask " + mask->getTypeString() +
+                                       " differs from the query's type");
+          llvm::Expected<graph::AttentionMaskLayout> layout =
+              getAttentionMaskLayout(op, mask, qs, ks);
+          if (!layout)
+            return layout.takeError();
+          g.mask = *layout;
+        }
         dispatchFloat(out[0].getElementType(), [&](auto zero) {
-          attentionGrad<decltype(zero)>(g, *in[0], *in[1], *in[2], *in[3],
+          attentionGrad<decltype(zero)>(g, *in[0], *in[1], *in[2], *in[3], mask,
                                         out[0], out[1], out[2]);
           return 0;
         });

@@ -225,7 +225,9 @@ llvm::Error Evaluation::evaluate(Operation *op) {
         return bindResult(op, evaluateSoftmax(s, in(0)));
       })
       .Case([&](graph::AttentionOp a) {
-        return bindResult(op, evaluateAttention(a, in(0), in(1), in(2)));
+        return bindResult(op,
+                          evaluateAttention(a, in(0), in(1), in(2),
+                                            a.getMask() ? &in(3) : nullptr));
       })
       .Case([&](graph::CrossEntropyOp c) {
         return bindResult(op, evaluateCrossEntropy(c, in(0), in(1)));

@@ -152,16 +152,20 @@ struct AttentionGeometry {
   int64_t batches, queries, keys, keyDim, valueDim;
   bool causal;
   double scale;
+  graph::AttentionMaskLayout mask;
 };
 } // namespace
 
-/// For each batch and query i: s_j = (q_i . k_j) * scale for the visible keys
-/// j (all, or j <= i when causal); p = softmax(s) with the max subtracted;
-/// out_i = sum_j p_j v_j, summed over j in increasing order.
+/// For each batch and query i: s_j = (q_i . k_j) * scale (+ mask) for the
+/// visible keys j (all, or j <= i when causal); p = softmax(s) with the max
+/// subtracted; out_i = sum_j p_j v_j, summed over j in increasing order.
 template <typename T>
 static void attend(const AttentionGeometry &g, const Tensor &query,
-                   const Tensor &key, const Tensor &value, Tensor &result) {
+                   const Tensor &key, const Tensor &value, const Tensor *mask,
+                   Tensor &result) {
   llvm::ArrayRef<T> q = query.data<T>(), k = key.data<T>(), v = value.data<T>();
+  AttentionMaskRows<T> maskRows{mask ? mask->data<T>().data() : nullptr,
+                                g.mask};
   llvm::MutableArrayRef<T> out = result.data<T>();
   const T scale = static_cast<T>(g.scale);
   std::vector<T> weights(g.keys);
@@ -173,7 +177,8 @@ static void attend(const AttentionGeometry &g, const Tensor &query,
     for (int64_t i = 0; i < g.queries; ++i) {
       int64_t visible = g.causal ? i + 1 : g.keys;
       attentionProbabilities(qb + i * g.keyDim, kb, g.keyDim, visible, scale,
-                             weights.data());
+                             weights.data(), maskRows.getRow(b, i),
+                             maskRows.getKeyStride());
       for (int64_t d = 0; d < g.valueDim; ++d) {
         T sum = T(0);
         for (int64_t j = 0; j < visible; ++j)
@@ -184,10 +189,26 @@ static void attend(const AttentionGeometry &g, const Tensor &query,
   }
 }
 
+llvm::Expected<graph::AttentionMaskLayout>
+eval::getAttentionMaskLayout(Operation *op, const Tensor *mask,
+                             llvm::ArrayRef<int64_t> queryShape,
+                             llvm::ArrayRef<int64_t> keyShape) {
+  if (!mask)
+    return graph::AttentionMaskLayout();
+  llvm::SmallVector<int64_t> scores(queryShape.drop_back());
+  scores.push_back(keyShape[keyShape.size() - 2]);
+  std::string error;
+  auto layout = graph::getAttentionMaskLayout(mask->getShape(), scores, error);
+  if (failed(layout))
+    return makeOpError(op, error);
+  return *layout;
+}
+
 llvm::Expected<Tensor> eval::evaluateAttention(graph::AttentionOp op,
                                                const Tensor &query,
                                                const Tensor &key,
-                                               const Tensor &value) {
+                                               const Tensor &value,
+                                               const Tensor *mask) {
   llvm::Expected<Tensor> result = makeResult(op);
   if (!result)
     return result.takeError();
@@ -218,13 +239,22 @@ llvm::Expected<Tensor> eval::evaluateAttention(graph::AttentionOp op,
                                shapeString(vs) + ", result " + shapeString(os));
   if (g.causal && g.queries != g.keys)
     return makeOpError(op, "causal attention needs as many queries as keys");
+  if (mask) {
+    if (llvm::Error err = requireSameElementType(op, {&query, mask}))
+      return std::move(err);
+    llvm::Expected<graph::AttentionMaskLayout> layout =
+        getAttentionMaskLayout(op, mask, qs, ks);
+    if (!layout)
+      return layout.takeError();
+    g.mask = *layout;
+  }
   // The scale is the attribute or 1/sqrt(Dk), computed in double and rounded
   // once to the element type.
   std::optional<llvm::APFloat> scale = op.getScale();
   g.scale = scale ? scale->convertToDouble()
                   : 1.0 / std::sqrt(static_cast<double>(g.keyDim));
   dispatchFloat(result->getElementType(), [&](auto zero) {
-    attend<decltype(zero)>(g, query, key, value, *result);
+    attend<decltype(zero)>(g, query, key, value, mask, *result);
     return 0;
   });
   result->roundToElementType();

@@ -11,6 +11,7 @@
 #define KILN_LIB_INTERPRETER_OPEVALUATORS_H
 
 #include "kiln/Dialect/Graph/IR/GraphOps.h"
+#include "kiln/Dialect/Graph/IR/GraphShapes.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/Tensor.h"
 
@@ -41,18 +42,40 @@ template <typename Body> auto dispatchFloat(ElementType type, Body body) {
 }
 
 // Elementwise.cpp
+/// An attention's mask as kernels read it (graph::AttentionMaskLayout);
+/// empty without one.
+template <typename T> struct AttentionMaskRows {
+  const T *data = nullptr;
+  graph::AttentionMaskLayout layout;
+
+  /// The mask row that query `i` of flattened batch `b` adds (null without
+  /// a mask); its key j is at j * getKeyStride().
+  const T *getRow(int64_t b, int64_t i) const {
+    if (!data)
+      return nullptr;
+    int64_t batch = (b / layout.divisor) % layout.batches;
+    int64_t row = layout.queries == 1 ? 0 : i;
+    return data + (batch * layout.queries + row) * layout.keys;
+  }
+  int64_t getKeyStride() const { return layout.keys == 1 ? 0 : 1; }
+};
+
 /// The attention probabilities of one query row over its `visible` keys:
-/// p_j = softmax_j(scale * q . k_j), max-subtracted, every sum in increasing
-/// j. The forward and the gradient evaluate them with this one definition.
+/// p_j = softmax_j(scale * q . k_j + mask_j), max-subtracted, every sum in
+/// increasing j (`mask` null: no mask; its key j at j * maskStride). The
+/// forward and the gradient evaluate them with this one definition.
 template <typename T>
 void attentionProbabilities(const T *query, const T *keys, int64_t keyDim,
-                            int64_t visible, T scale, T *probabilities) {
+                            int64_t visible, T scale, T *probabilities,
+                            const T *mask = nullptr, int64_t maskStride = 0) {
   T maxScore = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < visible; ++j) {
     T dot = T(0);
     for (int64_t d = 0; d < keyDim; ++d)
       dot += query[d] * keys[j * keyDim + d];
     probabilities[j] = dot * scale;
+    if (mask)
+      probabilities[j] += mask[j * maskStride];
     maxScore = std::max(maxScore, probabilities[j]);
   }
   T total = T(0);
@@ -63,6 +86,14 @@ void attentionProbabilities(const T *query, const T *keys, int64_t keyDim,
   for (int64_t j = 0; j < visible; ++j)
     probabilities[j] /= total;
 }
+
+/// The mask rows of an attention with `mask` (null: none) against scores
+/// [batches..., queries, keys]; an error at `op` when its shape does not
+/// fit them.
+llvm::Expected<graph::AttentionMaskLayout>
+getAttentionMaskLayout(mlir::Operation *op, const Tensor *mask,
+                       llvm::ArrayRef<int64_t> queryShape,
+                       llvm::ArrayRef<int64_t> keyShape);
 
 llvm::Expected<Tensor> evaluateUnary(mlir::Operation *op, const Tensor &input);
 llvm::Expected<Tensor> evaluateBinary(mlir::Operation *op, const Tensor &lhs,
@@ -78,9 +109,11 @@ llvm::Expected<Tensor> evaluateConstant(graph::ConstantOp op);
 // Linalg.cpp
 llvm::Expected<Tensor> evaluateMatmul(graph::MatmulOp op, const Tensor &lhs,
                                       const Tensor &rhs);
+/// `mask` is null when the op has none.
 llvm::Expected<Tensor> evaluateAttention(graph::AttentionOp op,
                                          const Tensor &query, const Tensor &key,
-                                         const Tensor &value);
+                                         const Tensor &value,
+                                         const Tensor *mask);
 
 // Shape.cpp
 llvm::Expected<Tensor> evaluateBroadcast(graph::BroadcastOp op,

@@ -916,7 +916,18 @@ INSTANTIATE_TEST_SUITE_P(
         TrainingCase{"t1000_e128", "test/Target/Cuda/Inputs/attention.kiln",
                      false, {{"T", 1000}, {"E", 128}, {"B", 1}, {"H", 1}}},
         TrainingCase{"t1_e32", "test/Target/Cuda/Inputs/attention.kiln", false,
-                     {{"T", 1}, {"E", 32}}}),
+                     {{"T", 1}, {"E", 32}}},
+        // Additive masks read in place: a [T, T] bias (causal), a key
+        // padding that hides batch 0's first key, a [B, 1, T, T] bias.
+        TrainingCase{"masked_t3_e32",
+                     "test/Target/Cuda/Inputs/attention-masked.kiln", false,
+                     {{"T", 3}, {"E", 32}}},
+        TrainingCase{"masked_t65_e64",
+                     "test/Target/Cuda/Inputs/attention-masked.kiln", false,
+                     {{"T", 65}, {"E", 64}}},
+        TrainingCase{"masked_t40_e128",
+                     "test/Target/Cuda/Inputs/attention-masked.kiln", false,
+                     {{"T", 40}, {"E", 128}}}),
     [](const ::testing::TestParamInfo<TrainingCase> &info) {
       return std::string(info.param.name);
     });

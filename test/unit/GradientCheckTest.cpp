@@ -510,6 +510,22 @@ OpCase attention(const std::string &name, const std::string &attrs,
           result};
 }
 
+/// Attention with an additive mask `%m`, itself a parameter: its gradient
+/// is the composed one (softmax_grad of the recomputed scores, summed to
+/// the mask's shape), q, k and v's that of graph.attention_grad.
+OpCase maskedAttention(const std::string &name, const std::string &attrs,
+                       const std::string &q, const std::string &k,
+                       const std::string &v, const std::string &mask,
+                       const std::string &result) {
+  return {name,
+          {{"q", q}, {"k", k}, {"v", v}, {"m", mask}},
+          {},
+          "  %y = graph.attention %q, %k, %v mask(%m : " + tensorType(mask) +
+              ") " + attrs + ": " + tensorType(q) + ", " + tensorType(k) +
+              ", " + tensorType(v) + " -> " + tensorType(result) + "\n",
+          result};
+}
+
 OpCase crossEntropy(const std::string &name, const std::string &smoothing) {
   return {
       name,
@@ -536,6 +552,15 @@ INSTANTIATE_TEST_SUITE_P(
                   "2x4x2"),
         attention("attention_causal_scaled", "{causal, scale = 7.0e-1 : f64} ",
                   "1x2x3x2", "1x2x3x2", "1x2x3x4", "1x2x3x4"),
+        // Per batch over the heads ([B, 1, Tq, Tk]), per key under the
+        // causal mask ([Tk]), per head ([H, 1, Tk]).
+        maskedAttention("attention_mask_per_batch", "", "2x3x3x4", "2x3x5x4",
+                        "2x3x5x2", "2x1x3x5", "2x3x3x2"),
+        maskedAttention("attention_mask_keys_causal", "{causal} ", "1x2x4x3",
+                        "1x2x4x3", "1x2x4x2", "4", "1x2x4x2"),
+        maskedAttention("attention_mask_per_head",
+                        "{scale = 7.0e-1 : f64} ", "2x3x2x2", "2x3x4x2",
+                        "2x3x4x3", "3x1x4", "2x3x2x3"),
         crossEntropy("cross_entropy", "0.0"),
         crossEntropy("cross_entropy_smoothed", "1.0e-1"),
         OpCase{"embedding_repeated_ids",

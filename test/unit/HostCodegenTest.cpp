@@ -223,6 +223,16 @@ static const OpCase kOpCases[] = {
      "  %0 = graph.attention %q, %k, %v {causal} : tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T> -> tensor<2x3x8x4x$T>\n"
      "  %1 = graph.attention %qq, %kk, %vv {scale = 0.3 : f64} : tensor<2x7x4x$T>, tensor<2x5x4x$T>, tensor<2x5x6x$T> -> tensor<2x7x6x$T>\n"
      "  return %0, %1 : tensor<2x3x8x4x$T>, tensor<2x7x6x$T>\n}"},
+    // Additive masks read in place: per batch over the heads, per key
+    // under the causal mask (a row kernel adds them to the GEMM's scores).
+    {"attention_masked",
+     "func.func @forward(" ARG("q", "tensor<2x3x8x4x$T>") ", " ARG("k", "tensor<2x3x8x4x$T>") ", "
+     ARG("v", "tensor<2x3x8x5x$T>") ", " ARG("m", "tensor<2x1x8x8x$T>") ", " ARG("p", "tensor<8x$T>") ") -> "
+     "(tensor<2x3x8x5x$T> {graph.output = \"per_batch\"}, tensor<2x3x8x5x$T> {graph.output = \"keys_causal\"}) {\n"
+     "  %0 = graph.attention %q, %k, %v mask(%m : tensor<2x1x8x8x$T>) : tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x5x$T> -> tensor<2x3x8x5x$T>\n"
+     "  %1 = graph.attention %q, %k, %v mask(%p : tensor<8x$T>) {causal} : tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x5x$T> -> tensor<2x3x8x5x$T>\n"
+     "  return %0, %1 : tensor<2x3x8x5x$T>, tensor<2x3x8x5x$T>\n}",
+     {{"m", {-4.0, 4.0}}, {"p", {-4.0, 4.0}}}},
     {"dropout",
      "func.func @train_step(" ARG("x", "tensor<3x10x7x$T>") ") -> "
      "(tensor<3x10x7x$T> {graph.output = \"y\"}, tensor<3x10x7x$T> {graph.output = \"z\"}) {\n"

@@ -259,6 +259,16 @@ static const TrainOpCase
                                                               " tensor<40x$T>, "
                                                               "tensor<40x$T>"
                                                               "\n}"},
+            // The gradient with masks: recomputed probabilities add them.
+            {"attention_grad_masked",
+             "func.func @forward(" ARG("do", "tensor<2x3x8x5x$T>") ", "
+             ARG("q", "tensor<2x3x8x4x$T>") ", " ARG("k", "tensor<2x3x8x4x$T>") ", "
+             ARG("v", "tensor<2x3x8x5x$T>") ", " ARG("m", "tensor<2x1x8x8x$T>") ") -> "
+             "(tensor<2x3x8x4x$T> {graph.output = \"dq\"}, tensor<2x3x8x4x$T> {graph.output = \"dk\"}, "
+             "tensor<2x3x8x5x$T> {graph.output = \"dv\"}) {\n"
+             "  %o = graph.attention %q, %k, %v mask(%m : tensor<2x1x8x8x$T>) {causal} : tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x5x$T> -> tensor<2x3x8x5x$T>\n"
+             "  %dq, %dk, %dv = graph.attention_grad %do, %q, %k, %v, %o mask(%m : tensor<2x1x8x8x$T>) {causal} : tensor<2x3x8x5x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x5x$T>\n"
+             "  return %dq, %dk, %dv : tensor<2x3x8x4x$T>, tensor<2x3x8x4x$T>, tensor<2x3x8x5x$T>\n}"},
             {"attention_grad",
              "func.func @forward(" ARG("do", "tensor<2x3x8x4x$T>") ", " ARG("q", "tensor<2x3x8x4x$T>") ", " ARG("k", "tensor<2x3x8x4x$T>") ", " ARG(
                  "v",

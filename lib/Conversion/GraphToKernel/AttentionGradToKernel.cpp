@@ -6,7 +6,7 @@
 // GEMMs, batched over (batch x head), and the row work between them is two
 // row kernels:
 //   S  = q k^T * scale                      (GEMM)
-//   P  = softmax(S) over the visible keys   (rows: zero where masked)
+//   P  = softmax(S + mask) over the visible keys (rows: zero where masked)
 //   dv = P^T dout                           (GEMM)
 //   dP = dout v^T                           (GEMM)
 //   dS = P (dP - rowsum(dout out)) * scale  (rows)
@@ -78,6 +78,7 @@ struct AttentionGradToKernel : OpToKernelPattern<graph::AttentionGradOp> {
           out = lowering.lookup(op.getOut());
     // The forward's fused kernel saved its log-sum-exp: the fused backward.
     AttentionShape shape{batches, queries, keys, keyDim, causal, scale};
+    setAttentionMask(lowering, op.getQuery(), op.getKey(), op.getMask(), shape);
     if (Value lse = lowering.lookupStatistics(op.getOut());
         lse && canFuseAttention(lowering, shape, valueDim, elementType)) {
       lowerFusedAttentionGrad(lowering, loc, origin, q, k, v, out, lse, dout,

@@ -2,10 +2,11 @@
 //
 // Part of Kiln. Where the target has fused attention kernels, they take it
 // (FusedAttentionToKernel.cpp); otherwise
-// out = softmax(q k^T * scale [causal]) v as two batched
+// out = softmax(q k^T * scale [+ mask] [causal]) v as two batched
 // library GEMMs around a row kernel: the scores go into a scratch buffer of
 // [batch, queries, keys] (a transient, not an allocation inside a kernel),
-// the row kernel turns each row into probabilities -- the max-subtracted
+// the row kernel adds the mask (read in place, broadcast by its layout)
+// and turns each row into probabilities -- the max-subtracted
 // exponentials of the visible keys and their sum in increasing key order,
 // zeros where masked -- and the second GEMM weighs the values. The
 // gradient (AttentionGradToKernel.cpp) recomputes the probabilities the same
@@ -28,6 +29,43 @@
 
 using namespace mlir;
 using namespace kiln;
+
+void kiln::setAttentionMask(KernelLowering &lowering, Value query, Value key,
+                            Value maskTensor, AttentionShape &shape) {
+  if (!maskTensor)
+    return;
+  ArrayRef<int64_t> queryShape =
+      cast<RankedTensorType>(query.getType()).getShape();
+  ArrayRef<int64_t> keyShape = cast<RankedTensorType>(key.getType()).getShape();
+  SmallVector<int64_t> scores(queryShape.drop_back());
+  scores.push_back(keyShape[keyShape.size() - 2]);
+  std::string error;
+  FailureOr<graph::AttentionMaskLayout> layout = graph::getAttentionMaskLayout(
+      cast<RankedTensorType>(maskTensor.getType()).getShape(), scores, error);
+  assert(succeeded(layout) && "the verifier checks the mask's layout");
+  shape.maskLayout = *layout;
+  shape.mask = lowering.view(lowering.lookup(maskTensor),
+                             {layout->batches * layout->queries, layout->keys});
+}
+
+std::pair<Value, Value>
+kiln::buildAttentionMaskIndex(OpBuilder &b, Location loc,
+                              const AttentionShape &shape, Value batch,
+                              Value query, Value key) {
+  const graph::AttentionMaskLayout &mask = shape.maskLayout;
+  // Batch (b / divisor) % batches; query i, or the mask's only row.
+  Value row = arith::MulIOp::create(
+      b, loc,
+      arith::RemUIOp::create(
+          b, loc,
+          arith::DivUIOp::create(b, loc, batch,
+                                 kb::index(b, loc, mask.divisor)),
+          kb::index(b, loc, mask.batches)),
+      kb::index(b, loc, mask.queries));
+  if (mask.queries != 1)
+    row = arith::AddIOp::create(b, loc, row, query);
+  return {row, mask.keys == 1 ? kb::index(b, loc, 0) : key};
+}
 
 void kiln::computeAttentionProbabilities(KernelLowering &lowering, Location loc,
                                          StringRef origin, Value query,
@@ -56,14 +94,36 @@ void kiln::computeAttentionProbabilities(KernelLowering &lowering, Location loc,
   }
   int64_t rows = shape.batches * queries;
   SmallVector<Value> buffers = {lowering.view(scores, {rows, keys})};
+  if (shape.mask)
+    buffers.push_back(shape.mask);
   if (scores != probabilities)
     buffers.push_back(lowering.view(probabilities, {rows, keys}));
   lowering.launch(
-      loc, origin, buffers, rows, 4 * keys,
+      loc, origin, buffers, rows, 4 * keys + (shape.mask ? keys : 0),
       [&](OpBuilder &b, Location loc, ValueRange args) {
         kb::parallelFor(
             b, loc, rows, [&](OpBuilder &b, Location loc, Value row) {
+              Value batch, query;
+              if (shape.mask) {
+                Value count = kb::index(b, loc, queries);
+                batch = arith::DivUIOp::create(b, loc, row, count);
+                query = arith::RemUIOp::create(b, loc, row, count);
+              }
+              // A score, with its mask added.
               auto load = [&](Value j) -> Value {
+                Value score =
+                    memref::LoadOp::create(b, loc, args[0], ValueRange{row, j});
+                if (!shape.mask)
+                  return score;
+                auto [maskRow, maskColumn] =
+                    buildAttentionMaskIndex(b, loc, shape, batch, query, j);
+                Value bias = kb::widen(
+                    b, loc,
+                    memref::LoadOp::create(b, loc, args[1],
+                                           ValueRange{maskRow, maskColumn}));
+                return arith::AddFOp::create(b, loc, score, bias);
+              };
+              auto loadStored = [&](Value j) -> Value {
                 return memref::LoadOp::create(b, loc, args[0],
                                               ValueRange{row, j});
               };
@@ -73,9 +133,10 @@ void kiln::computeAttentionProbabilities(KernelLowering &lowering, Location loc,
               };
               // A probability, rounded to its storage.
               auto storeOut = [&](Value value, Value j) {
-                memref::StoreOp::create(b, loc,
-                                        kb::narrow(b, loc, value, storage),
-                                        args.back(), ValueRange{row, j});
+                memref::StoreOp::create(
+                    b, loc, kb::narrow(b, loc, value, storage),
+                    args[scores == probabilities ? 0 : args.size() - 1],
+                    ValueRange{row, j});
               };
               Value zeroIndex = kb::index(b, loc, 0);
               Value visible = kb::index(b, loc, keys);
@@ -108,7 +169,8 @@ void kiln::computeAttentionProbabilities(KernelLowering &lowering, Location loc,
                   b, loc, zeroIndex, visible, {},
                   [&](OpBuilder &b, Location loc, Value j,
                       ValueRange) -> SmallVector<Value> {
-                    storeOut(arith::DivFOp::create(b, loc, load(j), total), j);
+                    storeOut(
+                        arith::DivFOp::create(b, loc, loadStored(j), total), j);
                     return {};
                   });
               Value zero = kb::floatConst(b, loc, elementType, 0.0);
@@ -151,6 +213,7 @@ struct AttentionToKernel : OpToKernelPattern<graph::AttentionOp> {
     }
     AttentionShape shape{batches, queries,        keys,
                          keyDim,  op.getCausal(), op.getEffectiveScale()};
+    setAttentionMask(lowering, op.getQuery(), op.getKey(), op.getMask(), shape);
     if (canFuseAttention(lowering, shape, valueDim, elementType)) {
       // The log-sum-exp of each row, for the gradient.
       Value lse = lowering.allocateTransient(

@@ -2,7 +2,8 @@
 //
 // Part of Kiln. On a target with fused attention kernels
 // (TargetInfo::hasFusedAttention), graph.attention is one
-// kernel writing out and the log-sum-exp of each row, and its gradient
+// kernel writing out and the log-sum-exp of each row (the mask, where there
+// is one, read in place by every part), and its gradient
 // three: delta = rowsum(dout * out) (a row kernel like any other), then
 // dk and dv (a row per key) and dq (a row per query), which recompute the
 // probabilities from q, k and the saved log-sum-exp. No [queries, keys]
@@ -144,7 +145,29 @@ FusedAttention describe(const AttentionShape &shape, int64_t valueDim,
   fused.valueDim = valueDim;
   fused.causal = shape.causal;
   fused.scale = shape.scale;
+  if (shape.mask) {
+    fused.masked = true;
+    fused.maskBatches = shape.maskLayout.batches;
+    fused.maskDivisor = shape.maskLayout.divisor;
+    fused.maskQueries = shape.maskLayout.queries;
+    fused.maskKeys = shape.maskLayout.keys;
+  }
   return fused;
+}
+
+/// The score of query i and key j in the row of `at` (its batch): q.k *
+/// scale, plus the mask (the part's last buffer) where there is one.
+Value buildScore(Rows &at, const AttentionShape &shape, ValueRange args,
+                 Value i, Value j) {
+  Value scale = kb::floatConst(at.b, at.loc, at.type, shape.scale);
+  Value score = arith::MulFOp::create(
+      at.b, at.loc, at.dot(args[0], i, args[1], j, shape.keyDim), scale);
+  if (!shape.mask)
+    return score;
+  auto [row, column] =
+      buildAttentionMaskIndex(at.b, at.loc, shape, at.batch, i, j);
+  return arith::AddFOp::create(at.b, at.loc, score,
+                               at.load(args.back(), {row, column}));
 }
 } // namespace
 
@@ -160,17 +183,17 @@ void kiln::lowerFusedAttention(KernelLowering &lowering, Location loc,
       lowering.view(value, {batches, keys, valueDim}),
       lowering.view(out, {batches, queries, valueDim}),
       lowering.view(lse, {batches, queries})};
+  if (shape.mask)
+    buffers.push_back(shape.mask);
   launchPart(
       lowering, loc, origin,
       describe(shape, valueDim, FusedAttention::Part::Forward), buffers,
       keys * (3 * shape.keyDim + valueDim),
       [&](OpBuilder &b, Location loc, Value batch, Value i, ValueRange args) {
-        Value q = args[0], k = args[1], v = args[2], o = args[3];
+        Value v = args[2], o = args[3];
         Rows rows{b, loc, type, batch};
-        Value scale = kb::floatConst(b, loc, type, shape.scale);
         auto score = [&](Rows &at, Value j) {
-          return arith::MulFOp::create(at.b, at.loc,
-                                       at.dot(q, i, k, j, shape.keyDim), scale);
+          return buildScore(at, shape, args, i, j);
         };
         Value visible = getVisibleKeys(b, loc, i, shape);
         Value zero = kb::index(b, loc, 0);
@@ -261,10 +284,9 @@ void kiln::lowerFusedAttentionGrad(KernelLowering &lowering, Location loc,
   // in the row of `at` (batch).
   auto scoreGrad = [&](Rows &at, ValueRange args, Value i, Value j,
                        Value &probability) {
-    Value q = args[0], k = args[1], v = args[2], dout = args[3];
+    Value v = args[2], dout = args[3];
     Value scale = kb::floatConst(at.b, at.loc, type, shape.scale);
-    Value score =
-        arith::MulFOp::create(at.b, at.loc, at.dot(q, i, k, j, keyDim), scale);
+    Value score = buildScore(at, shape, args, i, j);
     Value logSumExp = at.load(args[4], {at.batch, i});
     probability = math::ExpOp::create(
         at.b, at.loc, arith::SubFOp::create(at.b, at.loc, score, logSumExp));
@@ -281,6 +303,8 @@ void kiln::lowerFusedAttentionGrad(KernelLowering &lowering, Location loc,
   SmallVector<Value> keyBuffers(inputs);
   keyBuffers.push_back(lowering.view(keyGrad, {batches, keys, keyDim}));
   keyBuffers.push_back(lowering.view(valueGrad, {batches, keys, valueDim}));
+  if (shape.mask)
+    keyBuffers.push_back(shape.mask);
   launchPart(
       lowering, loc, origin,
       describe(shape, valueDim, FusedAttention::Part::KeyValueGrad), keyBuffers,
@@ -305,6 +329,8 @@ void kiln::lowerFusedAttentionGrad(KernelLowering &lowering, Location loc,
   // dq: a row per query, over the keys it sees.
   SmallVector<Value> queryBuffers(inputs);
   queryBuffers.push_back(lowering.view(queryGrad, {batches, queries, keyDim}));
+  if (shape.mask)
+    queryBuffers.push_back(shape.mask);
   launchPart(
       lowering, loc, origin,
       describe(shape, valueDim, FusedAttention::Part::QueryGrad), queryBuffers,

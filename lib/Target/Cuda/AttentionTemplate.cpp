@@ -16,9 +16,11 @@
 //
 // Each sum over a row's columns is its lanes' partial sums combined by a
 // butterfly of shuffles; IEEE addition commutes, so every lane of the group
-// ends with the same bits. Every loop that holds a barrier or a shuffle has
-// bounds the whole block (or warp) shares; masked rows and keys are dropped
-// by selects, never by a branch around a shuffle.
+// ends with the same bits. A mask's term of each pair is read in place
+// from global memory (it is an input, shared by the heads it broadcasts
+// over, and small next to the vectors in cache). Every loop that holds a
+// barrier or a shuffle has bounds the whole block (or warp) shares; masked rows
+// and keys are dropped by selects, never by a branch around a shuffle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,22 +52,32 @@ constexpr int64_t kBlockSize = 256;
 /// The other side's rows staged in shared memory at once.
 constexpr int64_t kTileRows = 32;
 
-/// The shape each argument of `part` must have.
-SmallVector<SmallVector<int64_t>> getExpectedShapes(const FusedAttention &a) {
-  SmallVector<int64_t> q = {a.batches, a.queries, a.keyDim},
-                       k = {a.batches, a.keys, a.keyDim},
-                       v = {a.batches, a.keys, a.valueDim},
-                       out = {a.batches, a.queries, a.valueDim},
-                       rows = {a.batches, a.queries};
+/// The shape each argument of `part` must have; `f32` whether it holds f32
+/// whatever the vectors' type (lse and delta).
+struct ExpectedBuffer {
+  SmallVector<int64_t> shape;
+  bool f32 = false;
+};
+SmallVector<ExpectedBuffer> getExpectedBuffers(const FusedAttention &a) {
+  ExpectedBuffer q{{a.batches, a.queries, a.keyDim}},
+      k{{a.batches, a.keys, a.keyDim}}, v{{a.batches, a.keys, a.valueDim}},
+      out{{a.batches, a.queries, a.valueDim}},
+      rows{{a.batches, a.queries}, /*f32=*/true};
+  SmallVector<ExpectedBuffer> buffers;
   switch (a.part) {
   case Part::Forward:
-    return {q, k, v, out, rows};
+    buffers = {q, k, v, out, rows};
+    break;
   case Part::KeyValueGrad:
-    return {q, k, v, out, rows, rows, k, v};
+    buffers = {q, k, v, out, rows, rows, k, v};
+    break;
   case Part::QueryGrad:
-    return {q, k, v, out, rows, rows, q};
+    buffers = {q, k, v, out, rows, rows, q};
+    break;
   }
-  return {};
+  if (a.masked)
+    buffers.push_back({{a.maskBatches * a.maskQueries, a.maskKeys}});
+  return buffers;
 }
 
 /// The vectors a part's rows hold: (argument, dim) pairs.
@@ -79,18 +91,18 @@ std::optional<AttentionPlan> kiln::planAttention(const FusedAttention &part,
                                                  func::FuncOp body,
                                                  int64_t warpSize) {
   Block &source = body.getBody().front();
-  SmallVector<SmallVector<int64_t>> shapes = getExpectedShapes(part);
-  if (source.getNumArguments() != shapes.size() + 2)
+  SmallVector<ExpectedBuffer> buffers = getExpectedBuffers(part);
+  if (source.getNumArguments() != buffers.size() + 2)
     return std::nullopt;
-  // The vectors in one element type, lse and delta in f32.
+  // The vectors and the mask in one element type, lse and delta in f32.
   Type elementType =
       cast<MemRefType>(source.getArgument(kQuery).getType()).getElementType();
-  for (auto [argument, shape] : llvm::zip(source.getArguments(), shapes)) {
+  for (auto [argument, buffer] : llvm::zip(source.getArguments(), buffers)) {
     auto type = dyn_cast<MemRefType>(argument.getType());
     Type expected =
-        shape.size() == 2 ? Float32Type::get(body.getContext()) : elementType;
+        buffer.f32 ? Float32Type::get(body.getContext()) : elementType;
     if (!type || type.getElementType() != expected ||
-        type.getShape() != ArrayRef<int64_t>(shape))
+        type.getShape() != ArrayRef<int64_t>(buffer.shape))
       return std::nullopt;
   }
   if (!elementType.isF32())
@@ -198,6 +210,32 @@ void kiln::stageAttentionTiles(OpBuilder &b, Location loc,
         b, loc, arith::SelectOp::create(b, loc, inside, value, zero), tile, to);
   }
   gpu::BarrierOp::create(b, loc);
+}
+
+Value kiln::loadAttentionMask(OpBuilder &b, Location loc,
+                              const FusedAttention &a, Value mask, Value batch,
+                              Value query, Value key) {
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  // Batch (b / divisor) % batches; query i, or the mask's only row.
+  Value row = arith::MulIOp::create(
+      b, loc,
+      arith::RemUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, batch, index(a.maskDivisor)),
+          index(a.maskBatches)),
+      index(a.maskQueries));
+  if (a.maskQueries != 1)
+    row = arith::AddIOp::create(
+        b, loc, row,
+        arith::MinUIOp::create(b, loc, query, index(a.queries - 1)));
+  Value column = a.maskKeys == 1
+                     ? index(0)
+                     : arith::MinUIOp::create(b, loc, key, index(a.keys - 1));
+  Value value = memref::LoadOp::create(b, loc, mask, ValueRange{row, column});
+  if (!value.getType().isF32())
+    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  return value;
 }
 
 namespace {
@@ -311,13 +349,25 @@ private:
     return both(inside, seen);
   }
 
+  /// score + the mask's term of the thread's row and the other side's row
+  /// `other` (unchanged without a mask).
+  Value addMask(Value score, Value other) {
+    if (!a.masked)
+      return score;
+    bool byKeys = a.part != Part::KeyValueGrad;
+    Value query = byKeys ? row : other, key = byKeys ? other : row;
+    return add(score, loadAttentionMask(b, loc, a, arguments[a.getMaskBuffer()],
+                                        batch, query, key));
+  }
+
   /// Loops over the tiles this block needs, staging each
   /// (stageAttentionTiles); `pair` updates `carried`
   /// for row j of the tile (`other` its index, `valid` whether it pairs).
-  SmallVector<Value> walkTiles(
-      ValueRange inits,
-      llvm::function_ref<SmallVector<Value>(Value j, Value valid, ValueRange)>
-          pair);
+  SmallVector<Value>
+  walkTiles(ValueRange inits,
+            llvm::function_ref<SmallVector<Value>(Value j, Value other,
+                                                  Value valid, ValueRange)>
+                pair);
 
   void buildForward();
   void buildKeyValueGrad();
@@ -334,7 +384,8 @@ private:
 
 SmallVector<Value> AttentionKernelBuilder::walkTiles(
     ValueRange inits,
-    llvm::function_ref<SmallVector<Value>(Value, Value, ValueRange)> pair) {
+    llvm::function_ref<SmallVector<Value>(Value, Value, Value, ValueRange)>
+        pair) {
   bool byKeys = a.part != Part::KeyValueGrad;
   int64_t others = byKeys ? a.keys : a.queries;
   int64_t tileRows = plan.tileRows;
@@ -346,7 +397,8 @@ SmallVector<Value> AttentionKernelBuilder::walkTiles(
                                        thread, start);
                    return forLoop(index(0), index(tileRows), index(1), carried,
                                   [&](Value j, ValueRange state) {
-                                    return pair(j, pairs(add(start, j), others),
+                                    Value other = add(start, j);
+                                    return pair(j, other, pairs(other, others),
                                                 state);
                                   });
                  });
@@ -363,9 +415,18 @@ void AttentionKernelBuilder::buildForward() {
     inits.push_back(real(0));
   SmallVector<Value> state = walkTiles(
       inits,
-      [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
+      [&](Value j, Value other, Value valid,
+          ValueRange carried) -> SmallVector<Value> {
         Value maximum = carried[0], sum = carried[1];
-        Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
+        Value score =
+            addMask(mul(dot(query, shared[0], j, a.keyDim), scale), other);
+        // A key the mask hides (-inf) counts as outside: exp(-inf - -inf)
+        // would be NaN while nothing is seen yet.
+        if (a.masked)
+          valid =
+              both(valid, arith::CmpFOp::create(
+                              b, loc, arith::CmpFPredicate::OGT, score,
+                              real(-std::numeric_limits<double>::infinity())));
         // One exponential: of the smaller minus the larger.
         Value larger = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                              score, maximum);
@@ -405,8 +466,10 @@ void AttentionKernelBuilder::buildKeyValueGrad() {
   SmallVector<Value> inits(keyColumns + columnsOf(a.valueDim), real(0));
   SmallVector<Value> state = walkTiles(
       inits,
-      [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
-        Value score = mul(dot(key, shared[0], j, a.keyDim), scale);
+      [&](Value j, Value other, Value valid,
+          ValueRange carried) -> SmallVector<Value> {
+        Value score =
+            addMask(mul(dot(key, shared[0], j, a.keyDim), scale), other);
         Value lse = memref::LoadOp::create(b, loc, shared[2], ValueRange{j});
         Value delta = memref::LoadOp::create(b, loc, shared[3], ValueRange{j});
         Value p = select(valid, math::ExpOp::create(b, loc, sub(score, lse)),
@@ -437,8 +500,10 @@ void AttentionKernelBuilder::buildQueryGrad() {
   SmallVector<Value> inits(columnsOf(a.keyDim), real(0));
   SmallVector<Value> state = walkTiles(
       inits,
-      [&](Value j, Value valid, ValueRange carried) -> SmallVector<Value> {
-        Value score = mul(dot(query, shared[0], j, a.keyDim), scale);
+      [&](Value j, Value other, Value valid,
+          ValueRange carried) -> SmallVector<Value> {
+        Value score =
+            addMask(mul(dot(query, shared[0], j, a.keyDim), scale), other);
         Value p = select(valid, math::ExpOp::create(b, loc, sub(score, lse)),
                          real(0));
         Value dp = dot(resultGrad, shared[1], j, a.valueDim);

@@ -120,6 +120,15 @@ void buildMmaAttentionBody(mlir::OpBuilder &b, mlir::Location loc,
                            const AttentionPlan &plan, mlir::ValueRange buffers,
                            mlir::ValueRange shared);
 
+/// The mask's term (widened to f32) of the pair of query `query` and key
+/// `key` of `batch`, read in place from the part's mask buffer `mask`;
+/// indices past the queries or keys are clamped (the pair is dropped by
+/// its caller).
+mlir::Value loadAttentionMask(mlir::OpBuilder &b, mlir::Location loc,
+                              const kernel::FusedAttention &attention,
+                              mlir::Value mask, mlir::Value batch,
+                              mlir::Value query, mlir::Value key);
+
 /// Builds `gpu.func @name` of the attention template at `builder`.
 void buildAttentionKernel(mlir::OpBuilder &builder, llvm::StringRef name,
                           mlir::Location loc, mlir::func::FuncOp body,

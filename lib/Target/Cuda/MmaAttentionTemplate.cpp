@@ -24,7 +24,9 @@
 // registers, rounded to 16 bits as they are. A row's values live in the
 // four lanes of a group: its maximum and sum are two xor shuffles. Rows
 // past the end compute on a repeated row and are not stored; masked pairs
-// are dropped by selects. No [queries, keys] value is ever stored.
+// are dropped by selects; a mask's terms are read in place from global
+// memory, one per element of the S fragments. No [queries, keys] value is ever
+// stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,6 +169,16 @@ private:
     auto predicate =
         byKeys() ? arith::CmpIPredicate::ule : arith::CmpIPredicate::uge;
     return both(inside, arith::CmpIOp::create(b, loc, predicate, other, row));
+  }
+
+  /// score + the mask's term of the pair of the part's row `row` and the
+  /// other side's row `other` (unchanged without a mask).
+  Value addMask(Value score, Value row, Value other) {
+    if (!a.masked)
+      return score;
+    Value query = byKeys() ? row : other, key = byKeys() ? other : row;
+    return add(score, loadAttentionMask(b, loc, a, arguments[a.getMaskBuffer()],
+                                        batch, query, key));
   }
 
   /// The warp's 16 rows of `argument` ([batches, rows, dim]) as A
@@ -337,8 +349,10 @@ void MmaAttentionBuilder::buildForward() {
         Value maximum[2] = {carried[0], carried[1]};
         for (auto [block, c] : llvm::enumerate(s))
           for (int64_t i = 0; i < 4; ++i) {
-            Value valid = pairs(rowOf(i), otherOf(start, block, i));
-            c[i] = select(valid, mul(c[i], scale), negativeInfinity());
+            Value row = rowOf(i), other = otherOf(start, block, i);
+            c[i] =
+                select(pairs(row, other), addMask(mul(c[i], scale), row, other),
+                       negativeInfinity());
             maximum[i / 2] =
                 arith::MaximumFOp::create(b, loc, maximum[i / 2], c[i]);
           }
@@ -402,11 +416,11 @@ void MmaAttentionBuilder::buildKeyValueGrad() {
             Value local = add(firstColumn, index(8 * block + i % 2));
             Value lse = load(shared[2], {local});
             Value delta = load(shared[3], {local});
-            Value valid = pairs(rowOf(i), otherOf(start, block, i));
-            p[block][i] = select(
-                valid,
-                math::ExpOp::create(b, loc, sub(mul(p[block][i], scale), lse)),
-                real(0));
+            Value row = rowOf(i), other = otherOf(start, block, i);
+            Value score = addMask(mul(p[block][i], scale), row, other);
+            p[block][i] =
+                select(pairs(row, other),
+                       math::ExpOp::create(b, loc, sub(score, lse)), real(0));
             ds[block][i] =
                 mul(mul(p[block][i], sub(ds[block][i], delta)), scale);
           }
@@ -444,12 +458,11 @@ void MmaAttentionBuilder::buildQueryGrad() {
             timesTileTransposed(resultGrad, shared[1]);
         for (int64_t block = 0; block < int64_t(p.size()); ++block)
           for (int64_t i = 0; i < 4; ++i) {
-            Value valid = pairs(rowOf(i), otherOf(start, block, i));
-            Value probability =
-                select(valid,
-                       math::ExpOp::create(
-                           b, loc, sub(mul(p[block][i], scale), lse[i / 2])),
-                       real(0));
+            Value row = rowOf(i), other = otherOf(start, block, i);
+            Value score = addMask(mul(p[block][i], scale), row, other);
+            Value probability = select(
+                pairs(row, other),
+                math::ExpOp::create(b, loc, sub(score, lse[i / 2])), real(0));
             ds[block][i] =
                 mul(mul(probability, sub(ds[block][i], delta[i / 2])), scale);
           }

@@ -102,3 +102,11 @@ func.func @embedding_grad_width(%dy: tensor<2x8x16xf32>, %ids: tensor<2x8xi32>) 
   %0 = graph.embedding_grad %dy, %ids : tensor<2x8x16xf32>, tensor<2x8xi32> -> tensor<256x32xf32>
   return %0 : tensor<256x32xf32>
 }
+
+// -----
+
+func.func @attention_grad_mask(%do: tensor<2x16x8xf32>, %q: tensor<2x16x8xf32>, %m: tensor<3x16x16xf32>) -> tensor<2x16x8xf32> {
+  // expected-error @+1 {{attention mask does not broadcast to the scores: dim 0 is 3, expected 1 or 2 (mask 3x16x16, scores 2x16x16)}}
+  %dq, %dk, %dv = graph.attention_grad %do, %q, %q, %q, %do mask(%m : tensor<3x16x16xf32>) : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return %dq : tensor<2x16x8xf32>
+}

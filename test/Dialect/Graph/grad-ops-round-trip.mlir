@@ -48,6 +48,13 @@ func.func @attention_grad(%do: tensor<2x4x16x8xf32>, %q: tensor<2x4x16x8xf32>, %
   return %dq, %dk, %dv : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
 }
 
+// CHECK-LABEL: func.func @attention_grad_mask
+// CHECK: graph.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<2x1x16x16xf32>) : tensor<2x4x16x8xf32>
+func.func @attention_grad_mask(%do: tensor<2x4x16x8xf32>, %q: tensor<2x4x16x8xf32>, %o: tensor<2x4x16x8xf32>, %m: tensor<2x1x16x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) {
+  %dq, %dk, %dv = graph.attention_grad %do, %q, %q, %q, %o mask(%m : tensor<2x1x16x16xf32>) : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+  return %dq, %dk, %dv : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+}
+
 // CHECK-LABEL: func.func @cross_entropy_grad
 // CHECK: graph.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {label_smoothing = 1.000000e-01 : f64} : tensor<f32>, tensor<32x10xf32>, tensor<32xi32>
 func.func @cross_entropy_grad(%dl: tensor<f32>, %logits: tensor<32x10xf32>, %y: tensor<32xi32>) -> tensor<32x10xf32> {

@@ -550,6 +550,40 @@ func.func @attention_rank_differs(%q: tensor<2x64x32xf32>, %k: tensor<64x32xf32>
 
 // -----
 
+func.func @attention_mask_type(%q: tensor<2x64x32xf32>, %m: tensor<64x64xbf16>) -> tensor<2x64x32xf32> {
+  // expected-error @+1 {{mask element type 'bf16' differs from query element type 'f32'}}
+  %0 = graph.attention %q, %q, %q mask(%m : tensor<64x64xbf16>) : tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32> -> tensor<2x64x32xf32>
+  return %0 : tensor<2x64x32xf32>
+}
+
+// -----
+
+func.func @attention_mask_broadcast(%q: tensor<2x64x32xf32>, %m: tensor<2x64x63xf32>) -> tensor<2x64x32xf32> {
+  // expected-error @+1 {{attention mask does not broadcast to the scores: dim 2 is 63, expected 1 or 64 (mask 2x64x63, scores 2x64x64)}}
+  %0 = graph.attention %q, %q, %q mask(%m : tensor<2x64x63xf32>) : tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32> -> tensor<2x64x32xf32>
+  return %0 : tensor<2x64x32xf32>
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<2x8x4xf32>, %m: tensor<1x2x8x8xf32>) -> tensor<2x8x4xf32> {
+  // expected-error @+1 {{attention mask has a rank above the scores' (mask 1x2x8x8, scores 2x8x8)}}
+  %0 = graph.attention %q, %q, %q mask(%m : tensor<1x2x8x8xf32>) : tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  return %0 : tensor<2x8x4xf32>
+}
+
+// -----
+
+// A mask over batch and chunk but not the heads between them: kernels read
+// masks in place only when their leading dims are one run.
+func.func @attention_mask_gap(%q: tensor<2x3x4x8x4xf32>, %m: tensor<2x1x4x8x8xf32>) -> tensor<2x3x4x8x4xf32> {
+  // expected-error @+1 {{attention mask spans the scores' leading dims 0..2 but is 1 at dim 1: broadcast it first (mask 2x1x4x8x8, scores 2x3x4x8x8)}}
+  %0 = graph.attention %q, %q, %q mask(%m : tensor<2x1x4x8x8xf32>) : tensor<2x3x4x8x4xf32>, tensor<2x3x4x8x4xf32>, tensor<2x3x4x8x4xf32> -> tensor<2x3x4x8x4xf32>
+  return %0 : tensor<2x3x4x8x4xf32>
+}
+
+// -----
+
 func.func @attention_leading(%q: tensor<2x64x32xf32>, %k: tensor<3x64x32xf32>, %v: tensor<3x64x32xf32>) -> tensor<2x64x32xf32> {
   // expected-error @+1 {{attention leading dims differ (query 2x64x32, key 3x64x32, value 3x64x32)}}
   %0 = graph.attention %q, %k, %v : tensor<2x64x32xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32> -> tensor<2x64x32xf32>

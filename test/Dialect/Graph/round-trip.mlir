@@ -175,6 +175,18 @@ func.func @attention(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x48x32xf32>,
   return %0, %1 : tensor<2x4x64x16xf32>, tensor<2x4x64x32xf32>
 }
 
+// An additive mask: per key and batch ([B, 1, 1, Tk]), or shared ([Tq, Tk]).
+// CHECK-LABEL: func.func @attention_mask
+func.func @attention_mask(%s: tensor<2x4x64x32xf32>, %pad: tensor<2x1x1x64xf32>,
+                          %bias: tensor<64x64xf32>)
+    -> (tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>) {
+  // CHECK: graph.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<2x1x1x64xf32>) : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x32xf32>
+  %0 = graph.attention %s, %s, %s mask(%pad : tensor<2x1x1x64xf32>) : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x32xf32>
+  // CHECK: graph.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<64x64xf32>) {causal} : tensor<2x4x64x32xf32>
+  %1 = graph.attention %s, %s, %s mask(%bias : tensor<64x64xf32>) {causal} : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x32xf32>
+  return %0, %1 : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32>
+}
+
 // CHECK-LABEL: func.func @cast
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
 func.func @cast(%x: tensor<4x8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xi32>) {

@@ -23,6 +23,7 @@
 #define KILN_CONVERSION_GRAPHTOKERNEL_GRAPHTOKERNEL_H
 
 #include "kiln/Dialect/Graph/IR/GraphEntries.h"
+#include "kiln/Dialect/Graph/IR/GraphShapes.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Target/TargetInfo.h"
 
@@ -293,16 +294,32 @@ void launchElementwise(mlir::Operation *op, KernelLowering &lowering,
 
 /// The sizes of an attention: `batches` (batch x head) independent
 /// problems of `queries` rows and `keys` keys of `keyDim` features.
+/// With a mask, `mask` is its buffer viewed as [maskLayout.batches *
+/// maskLayout.queries, maskLayout.keys] (graph::AttentionMaskLayout).
 struct AttentionShape {
   int64_t batches, queries, keys, keyDim;
   bool causal;
   double scale;
+  mlir::Value mask = nullptr;
+  graph::AttentionMaskLayout maskLayout = {};
 };
-/// Writes softmax(q k^T * scale) over the visible keys (all, or j <= i when
-/// causal) into `probabilities` ([batches, queries, keys], zero where
-/// masked): a batched GEMM for the scores, then a row kernel computing the
-/// max-subtracted exponentials and their normalization in increasing key
-/// order, as the forward op is defined. AttentionToKernel.cpp.
+/// Sets `shape`'s mask from the mask operand (null: none) of an attention
+/// of `query` and `key` (tensors; the verifier checked the layout).
+void setAttentionMask(KernelLowering &lowering, mlir::Value query,
+                      mlir::Value key, mlir::Value maskTensor,
+                      AttentionShape &shape);
+/// The row of `shape`'s mask view that query `query` of flattened batch
+/// `batch` adds, and the index of key `key` in it.
+std::pair<mlir::Value, mlir::Value>
+buildAttentionMaskIndex(mlir::OpBuilder &b, mlir::Location loc,
+                        const AttentionShape &shape, mlir::Value batch,
+                        mlir::Value query, mlir::Value key);
+/// Writes softmax(q k^T * scale [+ mask]) over the visible keys (all, or
+/// j <= i when causal) into `probabilities` ([batches, queries, keys], zero
+/// where causally masked): a batched GEMM for the scores, then a row kernel
+/// adding the mask and computing the max-subtracted exponentials and their
+/// normalization in increasing key order, as the forward op is defined.
+/// AttentionToKernel.cpp.
 void computeAttentionProbabilities(KernelLowering &lowering, mlir::Location loc,
                                    llvm::StringRef origin, mlir::Value query,
                                    mlir::Value key, mlir::Value probabilities,

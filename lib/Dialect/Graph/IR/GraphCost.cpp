@@ -23,8 +23,8 @@
 //   of the smoothed target distribution); per-row log and mean are
 //   negligible and not counted.
 // - Attention: its two matmuls, 2*Tq*Tk*Dk and 2*Tq*Tk*Dv per batch entry,
-//   plus 6 per score (scale: 1, softmax: 5). Causal attention is counted as
-//   dense: masked scores are not subtracted.
+//   plus 6 per score (scale: 1, softmax: 5), 7 with an additive mask.
+//   Causal attention is counted as dense: masked scores are not subtracted.
 // - Dropout: 2 per element (compare against the random draw, scale); drawing
 //   the random numbers is not counted.
 // - Data movement costs 0 FLOPs: constant, broadcast, reshape, transpose,
@@ -195,7 +195,9 @@ int64_t AttentionOp::getFlops() {
   int64_t tq = query[query.size() - 2], dk = query.back();
   int64_t tk = key[key.size() - 2], dv = value.back();
   int64_t scores = batch * tq * tk;
-  return 2 * scores * dk + 2 * scores * dv + kAttentionFlopsPerScore * scores;
+  // A mask adds one term per score.
+  int64_t perScore = kAttentionFlopsPerScore + (getMask() ? 1 : 0);
+  return 2 * scores * dk + 2 * scores * dv + perScore * scores;
 }
 
 int64_t DropoutOp::getFlops() {

@@ -77,8 +77,10 @@ LogicalResult AttentionGradOp::verify() {
   ShapeOrError inferred =
       inferAttentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                           shapeOf(getValue()), getCausal(), error);
-  return verifyShape(*this, inferred, error, shapeOf(getResultGrad()),
-                     "result_grad");
+  if (failed(verifyShape(*this, inferred, error, shapeOf(getResultGrad()),
+                         "result_grad")))
+    return failure();
+  return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
@@ -172,6 +174,7 @@ int64_t AttentionGradOp::getFlops() {
   int64_t tq = query[query.size() - 2], dk = query.back();
   int64_t tk = key[key.size() - 2], dv = value.back();
   int64_t scores = batch * tq * tk;
-  return 6 * scores * dk + 4 * scores * dv +
-         kAttentionGradFlopsPerScore * scores;
+  // A mask adds one term per recomputed score.
+  int64_t perScore = kAttentionGradFlopsPerScore + (getMask() ? 1 : 0);
+  return 6 * scores * dk + 4 * scores * dv + perScore * scores;
 }

@@ -290,7 +290,9 @@ LogicalResult AttentionOp::verify() {
   ShapeOrError inferred =
       inferAttentionShape(shapeOf(getQuery()), shapeOf(getKey()),
                           shapeOf(getValue()), getCausal(), error);
-  return verifyInferredShape(*this, inferred, error, getResult());
+  if (failed(verifyInferredShape(*this, inferred, error, getResult())))
+    return failure();
+  return verifyAttentionMask(*this, getQuery(), getKey(), getMask());
 }
 
 LogicalResult CrossEntropyOp::verify() {

@@ -450,6 +450,47 @@ ShapeOrError kiln::graph::inferAttentionShape(ArrayRef<int64_t> query,
   return result;
 }
 
+FailureOr<AttentionMaskLayout> kiln::graph::getAttentionMaskLayout(
+    ArrayRef<int64_t> mask, ArrayRef<int64_t> scores, std::string &error) {
+  std::string shapes = llvm::formatv("(mask {0}, scores {1})",
+                                     formatShape(mask), formatShape(scores));
+  size_t rank = scores.size();
+  if (rank < 2 || mask.size() > rank)
+    KILN_FAIL("attention mask has a rank above the scores' " + shapes);
+  // The mask's dims aligned from the right, 1 where it has none.
+  SmallVector<int64_t> padded(rank - mask.size(), 1);
+  llvm::append_range(padded, mask);
+  for (size_t i = 0; i < rank; ++i)
+    if (padded[i] != 1 && padded[i] != scores[i])
+      KILN_FAIL(llvm::formatv("attention mask does not broadcast to the "
+                              "scores: dim {0} is {1}, expected 1 or {2} {3}",
+                              i, padded[i], scores[i], shapes));
+  AttentionMaskLayout layout;
+  layout.queries = padded[rank - 2];
+  layout.keys = padded[rank - 1];
+  // The leading dims the mask spans: [first, last].
+  int64_t first = -1, last = -1;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (padded[i] != 1) {
+      if (first < 0)
+        first = i;
+      last = i;
+    }
+  for (int64_t i = first; first >= 0 && i <= last; ++i)
+    if (padded[i] != scores[i])
+      KILN_FAIL(llvm::formatv("attention mask spans the scores' leading dims "
+                              "{0}..{1} but is 1 at dim {2}: broadcast it "
+                              "first {3}",
+                              first, last, i, shapes));
+  if (first >= 0) {
+    for (int64_t i = first; i <= last; ++i)
+      layout.batches *= scores[i];
+    for (size_t i = last + 1; i + 2 < rank; ++i)
+      layout.divisor *= scores[i];
+  }
+  return layout;
+}
+
 ShapeOrError kiln::graph::inferCrossEntropyShape(ArrayRef<int64_t> logits,
                                                  ArrayRef<int64_t> targets,
                                                  std::string &error) {

@@ -63,6 +63,21 @@ LogicalResult verifier::verifyAttentionScale(Operation *op, FloatAttr scale) {
   return success();
 }
 
+LogicalResult verifier::verifyAttentionMask(Operation *op, Value query,
+                                            Value key, Value mask) {
+  if (!mask)
+    return success();
+  if (failed(verifySameElementType(op, {query, mask}, {"query", "mask"})))
+    return failure();
+  ArrayRef<int64_t> queryShape = shapeOf(query), keyShape = shapeOf(key);
+  SmallVector<int64_t> scores(queryShape.drop_back());
+  scores.push_back(keyShape[keyShape.size() - 2]);
+  std::string error;
+  if (failed(getAttentionMaskLayout(shapeOf(mask), scores, error)))
+    return op->emitOpError(error);
+  return success();
+}
+
 double verifier::getEffectiveAttentionScale(FloatAttr scale,
                                             ArrayRef<int64_t> queryShape) {
   if (scale)

@@ -49,6 +49,12 @@ mlir::LogicalResult verifyLayerNorm(mlir::Operation *op, mlir::Value input,
 mlir::LogicalResult verifyAttentionScale(mlir::Operation *op,
                                          mlir::FloatAttr scale);
 
+/// An attention's optional mask (null: none): of the query's element type,
+/// in a layout getAttentionMaskLayout takes against the scores. Call once
+/// the query's and key's shapes are known to be valid.
+mlir::LogicalResult verifyAttentionMask(mlir::Operation *op, mlir::Value query,
+                                        mlir::Value key, mlir::Value mask);
+
 /// The scale applied to q k^T: the attribute, or 1/sqrt(Dk) from the
 /// query's last dim.
 double getEffectiveAttentionScale(mlir::FloatAttr scale,

@@ -9,7 +9,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
+#include <iterator>
 
 using namespace mlir;
 using namespace kiln::kernel;
@@ -40,15 +43,15 @@ int64_t FusedAttention::getFlops() const {
   switch (part) {
   case Part::Forward:
     // q.k, p * v; scale, max, exponential, rescale of the sum.
-    perPair = 2 * keyDim + 2 * valueDim + 6;
+    perPair = 2 * keyDim + 2 * valueDim + 6 + (masked ? 1 : 0);
     break;
   case Part::KeyValueGrad:
     // q.k, p * dout, dout.v, ds * q; scale, exponential, ds.
-    perPair = 4 * keyDim + 4 * valueDim + 5;
+    perPair = 4 * keyDim + 4 * valueDim + 5 + (masked ? 1 : 0);
     break;
   case Part::QueryGrad:
     // q.k, dout.v, ds * k; scale, exponential, ds.
-    perPair = 4 * keyDim + 2 * valueDim + 5;
+    perPair = 4 * keyDim + 2 * valueDim + 5 + (masked ? 1 : 0);
     break;
   }
   return getPairs() * perPair;
@@ -65,7 +68,12 @@ Attribute FusedAttention::toAttr(MLIRContext *context) const {
       b.getNamedAttr("value_dim", b.getI64IntegerAttr(valueDim)),
       b.getNamedAttr("causal", b.getBoolAttr(causal)),
       b.getNamedAttr("scale", b.getF64FloatAttr(scale))};
-  return b.getDictionaryAttr(entries);
+  SmallVector<NamedAttribute> all(std::begin(entries), std::end(entries));
+  if (masked)
+    all.push_back(b.getNamedAttr(
+        "mask", b.getDenseI64ArrayAttr(
+                    {maskBatches, maskDivisor, maskQueries, maskKeys})));
+  return b.getDictionaryAttr(all);
 }
 
 std::optional<FusedAttention> FusedAttention::fromAttr(Attribute attr) {
@@ -100,6 +108,20 @@ std::optional<FusedAttention> FusedAttention::fromAttr(Attribute attr) {
     return std::nullopt;
   fused.causal = causal.getValue();
   fused.scale = scale.getValueAsDouble();
+  if (Attribute maskAttr = dict.get("mask")) {
+    auto mask = dyn_cast<DenseI64ArrayAttr>(maskAttr);
+    if (!mask || mask.size() != 4 ||
+        llvm::any_of(mask.asArrayRef(), [](int64_t v) { return v < 1; }))
+      return std::nullopt;
+    fused.masked = true;
+    fused.maskBatches = mask[0];
+    fused.maskDivisor = mask[1];
+    fused.maskQueries = mask[2];
+    fused.maskKeys = mask[3];
+    if ((fused.maskQueries != 1 && fused.maskQueries != fused.queries) ||
+        (fused.maskKeys != 1 && fused.maskKeys != fused.keys))
+      return std::nullopt;
+  }
   return fused;
 }
 

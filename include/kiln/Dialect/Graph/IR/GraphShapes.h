@@ -155,6 +155,24 @@ ShapeOrError inferAttentionShape(llvm::ArrayRef<int64_t> query,
                                  llvm::ArrayRef<int64_t> value, bool causal,
                                  std::string &error);
 
+/// How an attention mask of `mask`'s shape is read against scores of
+/// `scores`' shape ([..., Tq, Tk]): as a [batches, queries, keys] buffer
+/// (queries 1 or Tq, keys 1 or Tk) whose batch for the scores' flattened
+/// leading index b is (b / divisor) % batches.
+struct AttentionMaskLayout {
+  int64_t batches = 1;
+  int64_t divisor = 1;
+  int64_t queries = 1;
+  int64_t keys = 1;
+};
+
+/// The layout of an attention mask: `mask` has rank at most the scores',
+/// broadcasts to them, and its leading dims (aligned from the right) equal
+/// the scores' over one contiguous run and are 1 elsewhere.
+llvm::FailureOr<AttentionMaskLayout>
+getAttentionMaskLayout(llvm::ArrayRef<int64_t> mask,
+                       llvm::ArrayRef<int64_t> scores, std::string &error);
+
 /// `graph.cross_entropy`: `logits` `[..., C]` with rank >= 1, `targets`
 /// `[...]`. Returns the scalar shape `[]` (the mean over rows).
 ShapeOrError inferCrossEntropyShape(llvm::ArrayRef<int64_t> logits,

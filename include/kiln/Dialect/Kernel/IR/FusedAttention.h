@@ -16,7 +16,11 @@
 //                   scaled scores, which the backward recomputes P from)
 //   key_value_grad  q, k, v, dout, lse, delta -> dk, dv  (a row per key)
 //   query_grad      q, k, v, dout, lse, delta -> dq      (a row per query)
-// where delta = rowsum(dout * out), a row kernel of its own.
+// where delta = rowsum(dout * out), a row kernel of its own. With an
+// additive mask, each part takes it as its last buffer, read in place:
+// [maskBatches * maskQueries, maskKeys] in the vectors' type, the row of
+// query i of batch b at ((b / maskDivisor) % maskBatches) * maskQueries +
+// (maskQueries == 1 ? 0 : i) (graph::AttentionMaskLayout).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,11 +46,21 @@ struct FusedAttention {
   int64_t valueDim = 1;
   bool causal = false;
   double scale = 1.0;
+  bool masked = false;
+  int64_t maskBatches = 1;
+  int64_t maskDivisor = 1;
+  int64_t maskQueries = 1;
+  int64_t maskKeys = 1;
 
   /// The buffers the part's kernel takes, in order.
   unsigned getNumBuffers() const {
-    return part == Part::Forward ? 5 : part == Part::KeyValueGrad ? 8 : 7;
+    unsigned vectors = part == Part::Forward        ? 5
+                       : part == Part::KeyValueGrad ? 8
+                                                    : 7;
+    return vectors + (masked ? 1 : 0);
   }
+  /// The mask's position among the buffers (when masked).
+  unsigned getMaskBuffer() const { return getNumBuffers() - 1; }
   /// The part's rows: queries, or keys for key_value_grad.
   int64_t getRows() const {
     return part == Part::KeyValueGrad ? keys : queries;
