@@ -14,6 +14,8 @@ packages=(
   # libraries: oneDNN (the default; it picks its kernels from the CPU's
   # features) and OpenBLAS (KILN_GEMM=openblas, and the tests' reference).
   libflatbuffers-dev flatbuffers-compiler libdnnl-dev libopenblas-dev
+  # Data-parallel training (mpirun -np N kiln train): Open MPI.
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

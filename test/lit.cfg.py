@@ -38,6 +38,14 @@ elif os.environ.get("KILN_REQUIRE_PTXAS") == "1":
 # The cpu GEMM libraries built into the runtime: gemm-onednn, gemm-openblas.
 for library in getattr(config, "kiln_gemm_libraries", []):
     config.available_features.add("gemm-" + library)
+# Data-parallel training: kiln built with MPI. %mpirun N runs N ranks on this
+# machine (more ranks than cores allowed; root allowed, as in CI).
+if getattr(config, "kiln_mpiexec", ""):
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", config.kiln_mpiexec + " --oversubscribe -np"))
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 # This CPU's vector extensions, for tests of which kernels a library picks.
 try:
     with open("/proc/cpuinfo") as cpuinfo:

@@ -118,6 +118,36 @@ kiln::cli::compileForTraining(StringRef modelPath,
   std::unique_ptr<LoadedModel> model = loadModelForCLI(modelPath);
   if (!model->module)
     return createStringError("the model has errors (see above)");
+  // Data parallelism: the same model with the batch dim divided among the
+  // ranks (every shape, kernel and arena follows it).
+  std::string batchDim;
+  int64_t globalBatch = 0, rankBatch = 0;
+  if (options.world > 1) {
+    mlir::ModuleOp parsed = *model->module;
+    auto dimName = parsed->getAttrOfType<mlir::StringAttr>(
+        graph::GraphDialect::kBatchDimAttr);
+    auto dims = parsed->getAttrOfType<mlir::DictionaryAttr>(
+        graph::GraphDialect::kDimsAttr);
+    auto value = dimName && dims ? dims.getAs<mlir::IntegerAttr>(dimName)
+                                 : mlir::IntegerAttr();
+    if (!value)
+      return createStringError(
+          "data-parallel training splits the model's batch dim among the "
+          "ranks, and this model has none (declare it with `batch NAME` or "
+          "name it B)");
+    batchDim = dimName.getValue().str();
+    globalBatch = value.getInt();
+    if (globalBatch % options.world != 0)
+      return createStringError(formatv(
+          "the batch dim {0} = {1} does not split evenly among {2} ranks: "
+          "each rank takes an equal, contiguous slice of every batch",
+          batchDim, globalBatch, options.world));
+    rankBatch = globalBatch / options.world;
+    frontend::DimOverride perRank{batchDim, rankBatch};
+    model = loadModelForCLI(modelPath, {perRank});
+    if (!model->module)
+      return createStringError("the model has errors (see above)");
+  }
   mlir::ModuleOp module = *model->module;
   // Later errors point into the model file too, with its source lines.
   mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
@@ -135,6 +165,8 @@ kiln::cli::compileForTraining(StringRef modelPath,
   }
   if (options.accumulate)
     overrideTrainSetting(module, "accumulate", *options.accumulate);
+  if (options.world > 1 && !options.inferenceOnly)
+    overrideTrainSetting(module, "world", options.world);
 
   mlir::FailureOr<graph::TrainSettings> settings =
       graph::TrainSettings::fromModule(module);
@@ -144,6 +176,9 @@ kiln::cli::compileForTraining(StringRef modelPath,
   artifact.steps = settings->steps;
   artifact.stopAfter = stopAfter;
   artifact.accumulate = settings->accumulate;
+  artifact.batchDim = batchDim;
+  artifact.globalBatch = globalBatch;
+  artifact.rankBatch = rankBatch;
   artifact.batchSeed = readTrainSetting(module, "batch_seed");
   artifact.evalEvery = readTrainSetting(module, "eval_every");
   artifact.seed = readTrainSetting(module, "seed");
@@ -159,11 +194,11 @@ kiln::cli::compileForTraining(StringRef modelPath,
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
               "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n"
-              "precision={9}\nweight_copies={10}\n",
+              "precision={9}\nweight_copies={10}\nworld={11}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
               describeHostCpu(options.cpu), budget, options.fuse,
-              options.precision, options.weightCopies)
+              options.precision, options.weightCopies, options.world)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());

@@ -51,6 +51,11 @@ struct TrainCompileOptions {
   /// Compile only the inference entries (predict, eval_step), for sampling
   /// from a checkpoint: no training step, no optimizer state.
   bool inferenceOnly = false;
+  /// Data-parallel ranks: the artifact of one rank, whose batch dim is the
+  /// model's divided by `world` (each rank takes its slice of every batch)
+  /// and whose apply_step takes the mean over the ranks' summed
+  /// accumulators.
+  int64_t world = 1;
 };
 
 /// Closes an artifact handle of the C API.
@@ -75,6 +80,10 @@ struct TrainArtifact {
   /// takes this many steps of the train block's schedule (of `steps`).
   std::optional<int64_t> stopAfter;
   int64_t accumulate = 1;
+  /// With world > 1: the model's batch dim, its value (the global batch)
+  /// and the rank's share of it (the artifact's).
+  std::string batchDim;
+  int64_t globalBatch = 0, rankBatch = 0;
   std::optional<int64_t> batchSeed, evalEvery;
   /// The train block's `seed`: of the initializers and dropout.
   std::optional<int64_t> seed;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Distributed.h"
 #include "StopSignals.h"
 #include "TrainArtifact.h"
 #include "TrainSession.h"
@@ -240,7 +241,22 @@ static std::string checkpointMetadata(const data::DataPosition &position,
   return formatv("{0}", json::Value(std::move(object))).str();
 }
 
+static int train(Communicator &ranks);
+
 int kiln::cli::runTrain() {
+  // The ranks of a data-parallel run (mpirun -np N kiln train ...): each
+  // takes its slice of every batch; rank 0 alone prints, evaluates, writes
+  // metrics and checkpoints. A rank that fails ends them all.
+  Expected<Communicator> joined = Communicator::join();
+  if (!joined)
+    return fail(joined.takeError());
+  int code = train(*joined);
+  if (code != 0)
+    joined->abortAll(code);
+  return code;
+}
+
+static int train(Communicator &ranks) {
   auto startTime = std::chrono::steady_clock::now();
   if (dataFiles.empty() == tokenFile.empty())
     return fail("give the training data with --data NAME=FILE.npy ... or "
@@ -312,15 +328,27 @@ int kiln::cli::runTrain() {
   evalData.arrays = std::move(*evalArrays);
   evalData.tokenFile = evalTokenFile;
 
+  bool leader = ranks.isLeader();
+  bool parallel = ranks.world() > 1;
+  bool silent = quiet || !leader;
+  if (parallel && device != "cpu")
+    return fail("data-parallel training runs on --device cpu (MPI between "
+                "processes); the cuda devices' NCCL path is not built yet");
+  if (!leader) {
+    saveFile.setValue("");
+    metricsFile.setValue("");
+  }
+
   // Compile (or reuse the cached artifact).
   TrainCompileOptions compileOptions;
+  compileOptions.world = ranks.world();
   if (stepsOption.getNumOccurrences() && !initialOnly)
     compileOptions.steps = stepsOption;
   compileOptions.device = device;
   compileOptions.fuse = !trainNoFuse;
   compileOptions.precision = trainPrecision;
   compileOptions.weightCopies = !trainNoWeightCopies;
-  compileOptions.quiet = quiet;
+  compileOptions.quiet = silent;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;
     std::optional<int64_t> budget =
@@ -329,13 +357,22 @@ int kiln::cli::runTrain() {
       return fail("--memory-budget: " + error);
     compileOptions.memoryBudget = budget;
   }
-  Expected<TrainArtifact> artifact =
-      compileForTraining(trainModel, compileOptions);
+  // Rank 0 compiles; the others then find its artifact in the cache.
+  std::optional<Expected<TrainArtifact>> compiled;
+  if (leader)
+    compiled.emplace(compileForTraining(trainModel, compileOptions));
+  if (leader && !*compiled)
+    return fail(compiled->takeError());
+  if (Error error = ranks.barrier())
+    return fail(std::move(error));
+  if (!leader)
+    compiled.emplace(compileForTraining(trainModel, compileOptions));
+  Expected<TrainArtifact> &artifact = *compiled;
   if (!artifact)
     return fail(artifact.takeError());
   // The steps of this run: --steps within the warmup stops early.
   int64_t runSteps = artifact->stopAfter.value_or(artifact->steps);
-  Progress progress(runSteps, quiet);
+  Progress progress(runSteps, silent);
   if (artifact->fromCache)
     progress.message("using the compiled artifact " + artifact->directory);
   else
@@ -352,11 +389,20 @@ int kiln::cli::runTrain() {
   if (!opened)
     return fail(opened.takeError());
   TrainSession &session = **opened;
+  if (parallel) {
+    if (Error error = session.setDataParallel(ranks.rank(), ranks.world()))
+      return fail(std::move(error));
+    progress.message(formatv("data parallel: {0} ranks ({1}); {2} = {3} "
+                             "rows a batch, {4} per rank",
+                             ranks.world(), Communicator::describeTransport(),
+                             artifact->batchDim, artifact->globalBatch,
+                             artifact->rankBatch));
+  }
   {
     std::string warning;
     progress.message(device + ": " + session.describeDevice(warning));
     // Not dropped by --quiet: a slow GEMM library costs the whole run.
-    if (!warning.empty())
+    if (!warning.empty() && leader)
       errs() << "kiln train: warning: " << warning << "\n";
   }
 
@@ -404,7 +450,7 @@ int kiln::cli::runTrain() {
   if (!trainSet)
     return fail(trainSet.takeError());
   std::unique_ptr<data::Dataset> evalSet;
-  if (!evalData.empty()) {
+  if (!evalData.empty() && leader) {
     auto opened =
         session.openDataset(evalData, /*training=*/false, 0, evalBatches);
     if (!opened)
@@ -449,7 +495,9 @@ int kiln::cli::runTrain() {
     return Error::success();
   };
 
-  bool accumulating = artifact->accumulate > 1;
+  // A data-parallel artifact always accumulates: the ranks' gradients are
+  // summed between accumulate_step and apply_step.
+  bool accumulating = artifact->accumulate > 1 || parallel;
   int64_t steps = runSteps;
   int64_t lastStep = untilStep.getNumOccurrences()
                          ? std::min<int64_t>(untilStep, steps)
@@ -469,7 +517,7 @@ int kiln::cli::runTrain() {
   if (isTokens)
     for (const PlanInput &input : session.inputs())
       if (input.name == "tokens")
-        batchItems = input.shape[0] * input.shape[1];
+        batchItems = input.shape[0] * input.shape[1] * ranks.world();
   StringRef itemName = isTokens ? "tokens" : "samples";
 
   auto evaluate = [&](int64_t step) -> Error {
@@ -510,6 +558,8 @@ int kiln::cli::runTrain() {
   };
 
   if (initialOnly) {
+    if (!leader)
+      return 0;
     if (Error error = saveCheckpoint())
       return fail(std::move(error));
     outs() << "initial weights of " << trainModel << " (seed " << initSeed
@@ -548,6 +598,14 @@ int kiln::cli::runTrain() {
         return fail(std::move(error));
       loss = session.readScalar("loss");
       lossSum += loss.value_or(NAN);
+    }
+    if (parallel) {
+      if (Error error = session.sumGradients(ranks))
+        return fail(std::move(error));
+      // The step's loss: the mean over every rank's micro-batches.
+      if (Error error = ranks.sumInPlace(&lossSum, 1))
+        return fail(std::move(error));
+      lossSum /= double(ranks.world());
     }
     if (accumulating)
       if (Error error = session.run("apply_step"))
@@ -615,6 +673,8 @@ int kiln::cli::runTrain() {
     }
   }
 
+  if (!leader)
+    return 0;
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - startTime)
                        .count();

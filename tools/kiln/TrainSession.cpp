@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainSession.h"
+#include "Distributed.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -142,7 +143,8 @@ TrainSession::openDataset(const DataSource &source, bool training,
           "--tokens feeds a language model's 'tokens' and 'targets' inputs "
           "of shape [B, T]; this model has no such pair");
     data::TokenDatasetOptions options;
-    options.batchSize = tokens->shape[0];
+    // A data-parallel rank reads whole batches and binds its slice.
+    options.batchSize = tokens->shape[0] * (training ? world : 1);
     options.contextLength = tokens->shape[1];
     options.seed = seed;
     options.order = order;
@@ -185,7 +187,7 @@ TrainSession::openDataset(const DataSource &source, bool training,
           formatv("input '{0}' has no data: add {1} {0}=FILE.npy", input.name,
                   training ? "--data" : "--eval"));
   data::ArrayDatasetOptions options;
-  options.batchSize = batchSize;
+  options.batchSize = batchSize * (training ? world : 1);
   options.seed = seed;
   options.order = order;
   std::unique_ptr<data::ArrayDataset> dataset;
@@ -195,9 +197,67 @@ TrainSession::openDataset(const DataSource &source, bool training,
   return std::unique_ptr<data::Dataset>(std::move(dataset));
 }
 
+Error TrainSession::setDataParallel(int rankIndex, int worldSize) {
+  if (kiln_session_set_data_parallel(session, uint32_t(rankIndex),
+                                     uint32_t(worldSize)) != KILN_OK)
+    return lastError("cannot make the session a data-parallel rank");
+  rank = rankIndex;
+  world = worldSize;
+  return Error::success();
+}
+
+/// Rows [first, first + count) of `array` (a batch-major array).
+static npy::Array sliceRows(const npy::Array &array, int64_t first,
+                            int64_t count) {
+  npy::Array slice;
+  slice.dtype = array.dtype;
+  slice.shape = array.shape;
+  slice.shape[0] = count;
+  size_t rowBytes = array.byteSize() / size_t(array.shape[0]);
+  auto begin = array.data.begin() + ptrdiff_t(first * rowBytes);
+  slice.data.assign(begin, begin + ptrdiff_t(count * rowBytes));
+  return slice;
+}
+
+Error TrainSession::sumGradients(Communicator &communicator) {
+  if (world == 1)
+    return Error::success();
+  size_t count = 0;
+  kiln_artifact_buffer_count(artifact, &count);
+  for (size_t id = 0; id < count; ++id) {
+    kiln_buffer_info info;
+    if (kiln_artifact_buffer_info(artifact, id, &info) != KILN_OK)
+      return lastError("cannot describe a buffer");
+    if (!StringRef(info.name).ends_with(".grad_acc"))
+      continue;
+    if (info.dtype != KILN_F32)
+      return createStringError(formatv(
+          "the gradient accumulator '{0}' is not f32: data-parallel training "
+          "sums f32 accumulators only",
+          info.name));
+    void *data = nullptr;
+    if (kiln_session_buffer_data(session, info.name, &data) != KILN_OK)
+      return lastError(formatv("cannot reach '{0}'", info.name).str());
+    if (Error error =
+            communicator.sumInPlace(static_cast<float *>(data),
+                                    size_t(info.size_bytes) / sizeof(float)))
+      return error;
+  }
+  return Error::success();
+}
+
 Error TrainSession::bind(const data::Batch &batch) {
   for (size_t i = 0; i < batch.names.size(); ++i) {
-    const npy::Array &array = batch.arrays[i];
+    npy::Array rankSlice;
+    const npy::Array *whole = &batch.arrays[i];
+    // A whole batch of a data-parallel run: this rank's contiguous rows.
+    if (const PlanInput *input = findInput(batch.names[i]);
+        world > 1 && input && !input->shape.empty() && !whole->shape.empty() &&
+        whole->shape[0] == input->shape[0] * world) {
+      rankSlice = sliceRows(*whole, rank * input->shape[0], input->shape[0]);
+      whole = &rankSlice;
+    }
+    const npy::Array &array = *whole;
     std::optional<kiln_dtype> dtype = toKilnDType(array.dtype);
     if (!dtype)
       return createStringError("input '" + batch.names[i] +

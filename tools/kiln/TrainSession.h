@@ -26,6 +26,8 @@
 
 namespace kiln::cli {
 
+class Communicator;
+
 /// Where training or evaluation data comes from: `.npy` arrays by input
 /// name, or one token file for a language model's `tokens`/`targets`.
 struct DataSource {
@@ -65,8 +67,17 @@ public:
   openDataset(const DataSource &source, bool training, uint64_t seed,
               int64_t evalBatches = 0);
 
-  /// Binds one batch to the plan's inputs of the same names.
+  /// Makes this session rank `rank` of `world` data-parallel ranks: its
+  /// training datasets yield whole batches (world x the plan's batch), of
+  /// which bind() takes the rank's contiguous slice, and dropout draws the
+  /// rank's part of the whole batch's masks.
+  llvm::Error setDataParallel(int rank, int world);
+  /// Binds one batch to the plan's inputs of the same names (the rank's
+  /// slice of a whole batch).
   llvm::Error bind(const data::Batch &batch);
+  /// Sums the gradient accumulators (`*.grad_acc`) over the ranks, in
+  /// place, after a step's accumulate_step runs and before apply_step.
+  llvm::Error sumGradients(Communicator &communicator);
   /// Runs an entry point.
   /// Queues `entry` (on cuda it may still run when this returns).
   llvm::Error run(const char *entry);
@@ -113,6 +124,7 @@ private:
   /// The device the session runs on ("cpu", "cuda", "cuda-emulator").
   std::string device;
   std::vector<PlanInput> planInputs;
+  int rank = 0, world = 1;
   std::vector<std::string> entries;
   llvm::StringMap<std::pair<kiln_dtype, std::vector<int64_t>>> outputs;
 };

@@ -339,6 +339,14 @@ KILN_API kiln_status kiln_session_get_step(const kiln_session *session,
                                            uint64_t *step);
 KILN_API kiln_status kiln_session_set_step(kiln_session *session,
                                            uint64_t step);
+/** Makes the session rank `rank` of `world` data-parallel ranks, each
+ * running "accumulate_step" on its slice of every batch: its k-th
+ * micro-batch of a step draws dropout as micro-batch k * world + rank, so
+ * that the ranks' masks together are those of one process running the
+ * whole batch (rank 0 of 1 by default). */
+KILN_API kiln_status kiln_session_set_data_parallel(kiln_session *session,
+                                                    uint32_t rank,
+                                                    uint32_t world);
 /** The seed the parameters were initialized with (or loaded from a
  * checkpoint). */
 KILN_API kiln_status kiln_session_get_seed(const kiln_session *session,

@@ -415,6 +415,19 @@ kiln_status kiln_session_set_step(kiln_session *session, uint64_t step) {
   });
 }
 
+kiln_status kiln_session_set_data_parallel(kiln_session *session, uint32_t rank,
+                                           uint32_t world) {
+  return guarded("kiln_session_set_data_parallel", session, [&] {
+    KILN_REQUIRE(session);
+    if (world < 1 || rank >= world)
+      return invalidArgument("rank " + std::to_string(rank) + " of " +
+                             std::to_string(world) +
+                             ": the rank must be below the world size");
+    session->session->setDataParallel(rank, world);
+    return Result::ok();
+  });
+}
+
 kiln_status kiln_session_get_seed(const kiln_session *session, uint64_t *seed) {
   return guarded("kiln_session_get_seed", nullptr, [&] {
     KILN_REQUIRE(session);

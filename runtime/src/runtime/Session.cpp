@@ -379,7 +379,10 @@ Result Session::run(const std::string &entryName) {
   // The last run's RNG and status words are its own until it finished.
   KILN_RETURN_IF_ERROR(device_->finish());
   bool accumulating = entryName == "accumulate_step";
-  KILN_RETURN_IF_ERROR(prepareRunBuffers(accumulating ? microBatches_ : 0));
+  // A data-parallel rank's k-th micro-batch is micro-batch k * world + rank
+  // of the whole batch (setDataParallel).
+  KILN_RETURN_IF_ERROR(
+      prepareRunBuffers(accumulating ? microBatches_ * world_ + rank_ : 0));
   RunOptions options;
   options.checkNumerics = checkNumerics_;
   options.profile = profiling_ ? &profiles_[index] : nullptr;

@@ -76,6 +76,12 @@ public:
     step_ = step;
     microBatches_ = 0;
   }
+  /// Rank `rank` of `world` data-parallel ranks: accumulate_step's k-th
+  /// micro-batch draws dropout as micro-batch k * world + rank.
+  void setDataParallel(uint32_t rank, uint32_t world) {
+    rank_ = rank;
+    world_ = world;
+  }
   uint64_t getSeed() const { return seed_; }
 
   Result saveCheckpoint(const std::string &path,
@@ -149,6 +155,8 @@ private:
   /// accumulate_step runs since the last train_step or apply_step: the
   /// micro-batch index dropout keys the next one by.
   uint32_t microBatches_ = 0;
+  uint32_t rank_ = 0;
+  uint32_t world_ = 1;
   uint64_t seed_ = 0;
   bool checkNumerics_ = false;
   bool profiling_ = false;

@@ -71,6 +71,7 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
   }
   integer(train, "steps", settings.steps);
   integer(train, "accumulate", settings.accumulate);
+  integer(train, "world", settings.world);
   integer(train, "memory", settings.memory);
   if (auto precision = train.getAs<StringAttr>("precision"))
     settings.precision = precision.getValue().str();
@@ -91,6 +92,8 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
            << settings.optimizer << "'";
   if (settings.accumulate < 1)
     return module.emitError("graph.train: accumulate must be at least 1");
+  if (settings.world < 1)
+    return module.emitError("graph.train: world must be at least 1");
   if (!(settings.lossScale > 0.0) || settings.lossScaleInterval < 1)
     return emitError(settings.lossScaleLoc.value_or(module.getLoc()))
            << "loss_scale needs init > 0 and interval >= 1";
@@ -439,7 +442,9 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
     entry.finish();
   }
 
-  // @apply_step: the update with the mean gradient; accumulators reset.
+  // @apply_step: the update with the mean gradient (over accumulate x world
+  // micro-batches: the runtime has summed the ranks' accumulators);
+  // accumulators reset.
   EntryBuilder entry(module, "apply_step", forward.getLoc());
   SmallVector<Value> paramValues, accumulators, gradients;
   for (const Parameter &param : params)
@@ -451,7 +456,8 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
   for (auto [param, accumulator] : llvm::zip_equal(params, accumulators))
     gradients.push_back(MulOp::create(
         entry.builder, entry.loc, accumulator,
-        entry.constant(param.type, 1.0 / double(settings.accumulate))));
+        entry.constant(param.type,
+                       1.0 / double(settings.accumulate * settings.world))));
   buildUpdate(entry, settings, params, paramValues, gradients,
               addLossScale(entry, settings,
                            getScalarType(params, module.getContext())));
@@ -479,7 +485,7 @@ LogicalResult kiln::graph::buildTrainFunctions(ModuleOp module,
   func::FuncOp training = twoPhases ? forward.clone() : forward;
   resolveTrainingPhase(training, /*training=*/true);
   LogicalResult built =
-      settings.accumulate == 1
+      settings.accumulate == 1 && settings.world == 1
           ? buildTrainStep(module, training, settings)
           : buildAccumulationSteps(module, training, settings);
   if (twoPhases) {

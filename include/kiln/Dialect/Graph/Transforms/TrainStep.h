@@ -40,6 +40,11 @@ struct TrainSettings {
   int64_t steps = 1000;
   /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
+  /// Data-parallel ranks (`kiln train` under mpirun sets it): each rank
+  /// runs @accumulate_step on its slice of every batch, the runtime sums
+  /// the accumulators over the ranks, and @apply_step takes their mean over
+  /// accumulate x world micro-batches.
+  int64_t world = 1;
   /// The train block's `memory`: the bytes a step's peak_bytes must fit in
   /// (0: no budget). `--memory-budget` overrides it.
   int64_t memory = 0;
@@ -65,12 +70,13 @@ struct TrainSettings {
 };
 
 /// Adds the training entry points for `@forward` to `module`:
-/// - accumulate == 1: `@train_step(params, inputs, state) -> (loss, outputs,
-///   lr, [grad_norm], new params, new state)`;
-/// - accumulate > 1: `@accumulate_step(params, inputs, accumulators) ->
+/// - accumulate == 1 and world == 1: `@train_step(params, inputs, state) ->
+///   (loss, outputs, lr, [grad_norm], new params, new state)`;
+/// - otherwise: `@accumulate_step(params, inputs, accumulators) ->
 ///   (loss, outputs, new accumulators)` and `@apply_step(params, state,
 ///   accumulators) -> (lr, [grad_norm], new params, new state, zeroed
-///   accumulators)`, the gradient being the accumulators' mean.
+///   accumulators)`, the gradient being the accumulators' mean over
+///   accumulate x world micro-batches.
 /// State arguments carry `graph.state = "<name>"` (zero-initialized:
 /// `<param>.adam_m`, `<param>.adam_v`, `<param>.momentum`,
 /// `<param>.grad_acc`, `optimizer.step`); each new value carries

@@ -1,0 +1,62 @@
+//===- Distributed.h - The ranks of a data-parallel kiln train --*- C++ -*-===//
+//
+// Part of Kiln. `mpirun -np N kiln train ...` (or srun) starts N ranks of
+// one data-parallel run: MPI is the bootstrap and the CPU transport. This
+// is the CLI's only contact with MPI, which is optional at build time
+// (KILN_HAVE_MPI): without it, or when no launcher started the process, a
+// run is rank 0 of 1.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_DISTRIBUTED_H
+#define KILN_TOOLS_KILN_DISTRIBUTED_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kiln::cli {
+
+class Communicator {
+public:
+  /// Joins the ranks a launcher started (MPI_Init), or makes rank 0 of 1
+  /// when none did. Fails when a launcher started this process and Kiln
+  /// was built without MPI.
+  static llvm::Expected<Communicator> join();
+  Communicator(Communicator &&other) noexcept;
+  Communicator &operator=(Communicator &&) = delete;
+  /// Leaves the ranks (MPI_Finalize) if this one joined them.
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  bool isLeader() const { return rank_ == 0; }
+
+  /// Sums `count` values over the ranks, in place, every rank getting the
+  /// same bits (a no-op for one rank).
+  llvm::Error sumInPlace(float *values, size_t count);
+  llvm::Error sumInPlace(double *values, size_t count);
+  /// Waits until every rank has called it.
+  llvm::Error barrier();
+  /// Ends every rank with `code` (MPI_Abort), for a rank that fails: the
+  /// others would otherwise wait for it in their next collective, and
+  /// MPI_Finalize would wait for them. Returns without doing anything for
+  /// one rank.
+  void abortAll(int code);
+
+  /// Why a launcher's environment names a world while this build has no
+  /// MPI, or the MPI library in use ("Open MPI v4.1.4"); for messages.
+  static const char *describeTransport();
+
+private:
+  Communicator(int rank, int world, bool joined)
+      : rank_(rank), world_(world), joined_(joined) {}
+  int rank_ = 0;
+  int world_ = 1;
+  bool joined_ = false;
+};
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_DISTRIBUTED_H
