@@ -1,11 +1,18 @@
 //===- Distributed.cpp - The ranks of a data-parallel kiln train ----------===//
 //
-// Part of Kiln.
+// Part of Kiln. Collectives are non-blocking MPI calls polled against a
+// deadline (--collective-timeout), so that a rank that stopped (SIGSTOP, a
+// hang, a dead node) makes the others fail with its name instead of
+// waiting forever: each step's heartbeat names the ranks that did not
+// reach it, and an all-reduce that does not finish is followed by a probe
+// that names the ranks that no longer answer.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Distributed.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 
 #ifdef KILN_HAVE_MPI
@@ -15,8 +22,12 @@
 #include <mpi.h>
 #endif
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace llvm;
 using namespace kiln::cli;
@@ -44,6 +55,30 @@ static Error mpiError(const char *what, int code) {
   return createStringError(std::string(what) +
                            " failed: " + std::string(message, length));
 }
+
+namespace {
+constexpr int kHeartbeatTag = 7301;
+constexpr int kProbeTag = 7302;
+
+/// Polls `requests` until all complete (true) or `timeout` seconds pass
+/// (false; 0 waits forever).
+bool waitWithin(std::vector<MPI_Request> &requests, double timeout) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+    if (done)
+      return true;
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (timeout > 0 && waited > timeout)
+      return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+} // namespace
 #endif
 
 Expected<Communicator> Communicator::join() {
@@ -73,7 +108,8 @@ Expected<Communicator> Communicator::join() {
 }
 
 Communicator::Communicator(Communicator &&other) noexcept
-    : rank_(other.rank_), world_(other.world_), joined_(other.joined_) {
+    : rank_(other.rank_), world_(other.world_), joined_(other.joined_),
+      timeoutSeconds_(other.timeoutSeconds_), step_(other.step_) {
   other.joined_ = false;
 }
 
@@ -88,37 +124,102 @@ Communicator::~Communicator() {
 #endif
 }
 
-Error Communicator::sumInPlace(float *values, size_t count) {
+std::string Communicator::exchange(int tag) {
+  std::string silent;
+#ifdef KILN_HAVE_MPI
+  // Static: a send still in flight when this returns (a rank that stopped)
+  // keeps its buffer; the run is then aborted.
+  static std::vector<int64_t> sent, received;
+  sent.assign(1, step_);
+  received.assign(world_, -1);
+  std::vector<MPI_Request> receives, sends;
+  std::vector<int> peers;
+  for (int peer = 0; peer < world_; ++peer) {
+    if (peer == rank_)
+      continue;
+    peers.push_back(peer);
+    MPI_Request request;
+    MPI_Irecv(&received[peer], 1, MPI_INT64_T, peer, tag, MPI_COMM_WORLD,
+              &request);
+    receives.push_back(request);
+    MPI_Isend(sent.data(), 1, MPI_INT64_T, peer, tag, MPI_COMM_WORLD, &request);
+    sends.push_back(request);
+  }
+  // The sends are small (eager): they finish once their receives are up.
+  if (waitWithin(receives, timeoutSeconds_) &&
+      waitWithin(sends, timeoutSeconds_))
+    return silent;
+  for (auto [peer, request] : llvm::zip(peers, receives)) {
+    int arrived = 1;
+    if (request != MPI_REQUEST_NULL)
+      MPI_Test(&request, &arrived, MPI_STATUS_IGNORE);
+    if (!arrived)
+      silent += (silent.empty() ? "" : ", ") + std::to_string(peer);
+  }
+#endif
+  return silent;
+}
+
+Error Communicator::heartbeat(int64_t step) {
+  step_ = step;
+  if (world_ == 1)
+    return Error::success();
+  std::string silent = exchange(kHeartbeatTag);
+  if (silent.empty())
+    return Error::success();
+  return createStringError(formatv(
+      "rank {0}: rank(s) {1} did not reach step {2} within {3} s "
+      "(--collective-timeout): stopped, hung or dead; ending every rank",
+      rank_, silent, step, timeoutSeconds_));
+}
+
+Error Communicator::sum(void *values, size_t count, size_t elementBytes,
+                        const void *type) {
   if (world_ == 1 || count == 0)
     return Error::success();
 #ifdef KILN_HAVE_MPI
+  MPI_Datatype datatype = *static_cast<const MPI_Datatype *>(type);
   // MPI counts are ints: large buffers go in pieces.
   constexpr size_t kPiece = size_t(1) << 30;
+  auto *bytes = static_cast<char *>(values);
   for (size_t done = 0; done < count; done += kPiece) {
     int n = static_cast<int>(std::min(kPiece, count - done));
-    if (int code = MPI_Allreduce(MPI_IN_PLACE, values + done, n, MPI_FLOAT,
-                                 MPI_SUM, MPI_COMM_WORLD);
+    std::vector<MPI_Request> request(1);
+    if (int code =
+            MPI_Iallreduce(MPI_IN_PLACE, bytes + done * elementBytes, n,
+                           datatype, MPI_SUM, MPI_COMM_WORLD, &request[0]);
         code != MPI_SUCCESS)
-      return mpiError("MPI_Allreduce", code);
+      return mpiError("MPI_Iallreduce", code);
+    if (!waitWithin(request, timeoutSeconds_)) {
+      std::string silent = exchange(kProbeTag);
+      return createStringError(formatv(
+          "rank {0}: the all-reduce of step {1} did not finish within {2} s "
+          "(--collective-timeout); {3}; ending every rank",
+          rank_, step_, timeoutSeconds_,
+          silent.empty() ? std::string("every rank still answers")
+                         : "rank(s) " + silent + " no longer answer"));
+    }
   }
 #endif
   return Error::success();
 }
 
-Error Communicator::sumInPlace(double *values, size_t count) {
-  if (world_ == 1 || count == 0)
-    return Error::success();
+Error Communicator::sumInPlace(float *values, size_t count) {
 #ifdef KILN_HAVE_MPI
-  constexpr size_t kPiece = size_t(1) << 30;
-  for (size_t done = 0; done < count; done += kPiece) {
-    int n = static_cast<int>(std::min(kPiece, count - done));
-    if (int code = MPI_Allreduce(MPI_IN_PLACE, values + done, n, MPI_DOUBLE,
-                                 MPI_SUM, MPI_COMM_WORLD);
-        code != MPI_SUCCESS)
-      return mpiError("MPI_Allreduce", code);
-  }
-#endif
+  MPI_Datatype type = MPI_FLOAT;
+  return sum(values, count, sizeof(float), &type);
+#else
   return Error::success();
+#endif
+}
+
+Error Communicator::sumInPlace(double *values, size_t count) {
+#ifdef KILN_HAVE_MPI
+  MPI_Datatype type = MPI_DOUBLE;
+  return sum(values, count, sizeof(double), &type);
+#else
+  return Error::success();
+#endif
 }
 
 Error Communicator::barrier() {

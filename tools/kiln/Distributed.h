@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace kiln::cli {
 
@@ -33,8 +34,17 @@ public:
   int world() const { return world_; }
   bool isLeader() const { return rank_ == 0; }
 
+  /// How long a collective may wait for the other ranks before this one
+  /// gives up naming those that did not answer (0: forever).
+  void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
+
+  /// Tells every other rank that this one reached `step`, and waits (within
+  /// the timeout) until each has said the same; past the timeout, the
+  /// error names the ranks that did not.
+  llvm::Error heartbeat(int64_t step);
   /// Sums `count` values over the ranks, in place, every rank getting the
-  /// same bits (a no-op for one rank).
+  /// same bits (a no-op for one rank). Past the timeout, the ranks that no
+  /// longer answer a probe are named.
   llvm::Error sumInPlace(float *values, size_t count);
   llvm::Error sumInPlace(double *values, size_t count);
   /// Waits until every rank has called it.
@@ -52,9 +62,20 @@ public:
 private:
   Communicator(int rank, int world, bool joined)
       : rank_(rank), world_(world), joined_(joined) {}
+  /// Sends `step_` on `tag` to every other rank and waits (within the
+  /// timeout) for theirs; returns the ranks whose message did not come
+  /// ("1, 3"), empty when all did.
+  std::string exchange(int tag);
+  /// Sums in place; `type` is an MPI_Datatype.
+  llvm::Error sum(void *values, size_t count, size_t elementBytes,
+                  const void *type);
+
   int rank_ = 0;
   int world_ = 1;
   bool joined_ = false;
+  double timeoutSeconds_ = 0;
+  /// The step of the last heartbeat, for messages.
+  int64_t step_ = 0;
 };
 
 } // namespace kiln::cli

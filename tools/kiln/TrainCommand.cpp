@@ -159,6 +159,12 @@ static cl::opt<bool>
             cl::desc("Time every op and print the most expensive ones, with "
                      "the model line each came from"),
             TRAIN_OPTION);
+static cl::opt<double> collectiveTimeout(
+    "collective-timeout",
+    cl::desc("Data-parallel runs: seconds a rank waits for the others at a "
+             "step before it names those that did not answer and ends every "
+             "rank (0: wait forever; default 600)"),
+    cl::init(600.0), TRAIN_OPTION);
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the summary"),
                            TRAIN_OPTION);
 
@@ -331,6 +337,9 @@ static int train(Communicator &ranks) {
   bool leader = ranks.isLeader();
   bool parallel = ranks.world() > 1;
   bool silent = quiet || !leader;
+  if (!(collectiveTimeout >= 0))
+    return fail("--collective-timeout must not be negative (0: wait forever)");
+  ranks.setTimeout(collectiveTimeout);
   if (parallel && device != "cpu")
     return fail("data-parallel training runs on --device cpu (MPI between "
                 "processes); the cuda devices' NCCL path is not built yet");
@@ -600,6 +609,8 @@ static int train(Communicator &ranks) {
       lossSum += loss.value_or(NAN);
     }
     if (parallel) {
+      if (Error error = ranks.heartbeat(step))
+        return fail(std::move(error));
       if (Error error = session.sumGradients(ranks))
         return fail(std::move(error));
       // The step's loss: the mean over every rank's micro-batches.

@@ -13,20 +13,11 @@ import json
 import struct
 import sys
 
+from safetensors_floats import read_floats
+
 
 def f32_tensors(path):
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == '__metadata__' or info['dtype'] != 'F32':
-            continue
-        begin, end = info['data_offsets']
-        out[name] = struct.unpack('<%df' % ((end - begin) // 4),
-                                  data[begin:end])
-    return out
+    return read_floats(path, ('F32',))
 
 
 def npy_scalar(path):

@@ -3,31 +3,14 @@
 same_gradient.py FILE A B TOL: prints ||A - B|| / ||B|| and fails unless it
 is at most TOL and B is not all zeros.
 """
-import json
-import struct
 import sys
 
-
-def read(path):
-    with open(path, 'rb') as f:
-        n = struct.unpack('<Q', f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    result = {}
-    for name, entry in header.items():
-        if name == '__metadata__':
-            continue
-        begin, end = entry['data_offsets']
-        code = {'F32': 'f', 'F64': 'd'}[entry['dtype']]
-        size = struct.calcsize(code)
-        result[name] = struct.unpack('<%d%s' % ((end - begin) // size, code),
-                                     data[begin:end])
-    return result
+from safetensors_floats import read_floats
 
 
 def main():
     path, a, b, tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-    tensors = read(path)
+    tensors = read_floats(path)
     x, y = tensors[a], tensors[b]
     diff = sum((p - q) ** 2 for p, q in zip(x, y)) ** 0.5
     norm = sum(q * q for q in y) ** 0.5
