@@ -182,6 +182,14 @@ static cl::opt<bool>
                       "--memory-budget; print it as JSON"),
              cl::sub(kiln::cli::compileCommand),
              cl::cat(kiln::cli::optionCategory));
+static cl::opt<int64_t> worldSize(
+    "world",
+    cl::desc("With --stats: the step of one of N data-parallel ranks (the "
+             "batch dim divided by N), and a \"data_parallel\" object: bytes "
+             "communicated per step and, with --target=cuda, the predicted "
+             "scaling efficiency over NVLink and InfiniBand"),
+    cl::value_desc("N"), cl::init(1), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> batchDimName(
     "batch-dim",
     cl::desc("The dim --fit-batch searches (default: the model's batch dim)"),
@@ -359,10 +367,24 @@ int kiln::cli::runCompile() {
   mlir::DefaultTimingManager timingManager;
   timingManager.setEnabled(printTiming);
   mlir::TimingScope timing = timingManager.getRootScope();
+  if (worldSize < 1 || (worldSize > 1 && !printStats)) {
+    WithColor::error(errs(), "kiln")
+        << (worldSize < 1 ? "--world must be at least 1"
+                          : "--world applies to --stats (kiln train under "
+                            "mpirun compiles each rank's artifact itself)")
+        << "\n";
+    return 1;
+  }
   std::unique_ptr<LoadedModel> model;
   {
     mlir::TimingScope loading = timing.nest("load the model (parse, IR)");
-    model = loadModelForCLI(compileModel, *dims);
+    Expected<RankModel> ranks =
+        loadModelForRanks(compileModel, *dims, worldSize);
+    if (!ranks) {
+      WithColor::error(errs(), "kiln") << toString(ranks.takeError()) << "\n";
+      return 1;
+    }
+    model = std::move(ranks->model);
   }
   if (!model->module)
     return 1;

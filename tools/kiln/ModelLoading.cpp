@@ -6,13 +6,16 @@
 
 #include "ModelLoading.h"
 
+#include "kiln/Dialect/Graph/IR/GraphDialect.h"
 #include "kiln/Frontend/Frontend.h"
 #include "kiln/InitKiln.h"
 #include "kiln/Support/UserFile.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -56,4 +59,54 @@ kiln::cli::loadModelForCLI(llvm::StringRef path,
   loaded->module = mlir::parseSourceFile<mlir::ModuleOp>(loaded->sourceMgr,
                                                          loaded->context.get());
   return loaded;
+}
+
+void kiln::cli::overrideTrainSetting(mlir::ModuleOp module, llvm::StringRef key,
+                                     int64_t value) {
+  mlir::Builder builder(module.getContext());
+  auto train = module->getAttrOfType<mlir::DictionaryAttr>(
+      graph::GraphDialect::kTrainAttr);
+  mlir::NamedAttrList entries(train ? train.getValue()
+                                    : llvm::ArrayRef<mlir::NamedAttribute>());
+  entries.set(key, builder.getI64IntegerAttr(value));
+  module->setAttr(graph::GraphDialect::kTrainAttr,
+                  entries.getDictionary(module.getContext()));
+}
+
+llvm::Expected<RankModel>
+kiln::cli::loadModelForRanks(llvm::StringRef path,
+                             llvm::ArrayRef<frontend::DimOverride> dims,
+                             int64_t world) {
+  RankModel ranks;
+  ranks.model = loadModelForCLI(path, dims);
+  if (!ranks.model->module || world <= 1)
+    return std::move(ranks);
+  mlir::ModuleOp parsed = *ranks.model->module;
+  auto name = parsed->getAttrOfType<mlir::StringAttr>(
+      graph::GraphDialect::kBatchDimAttr);
+  auto values = parsed->getAttrOfType<mlir::DictionaryAttr>(
+      graph::GraphDialect::kDimsAttr);
+  auto value = name && values ? values.getAs<mlir::IntegerAttr>(name) : nullptr;
+  if (!value)
+    return llvm::createStringError(
+        "data-parallel training splits the model's batch dim among the "
+        "ranks, and this model has none (declare it with `batch NAME` or "
+        "name it B)");
+  ranks.batchDim = name.getValue().str();
+  ranks.globalBatch = value.getInt();
+  if (ranks.globalBatch % world != 0)
+    return llvm::createStringError(llvm::formatv(
+        "the batch dim {0} = {1} does not split evenly among {2} ranks: "
+        "each rank takes an equal, contiguous slice of every batch",
+        ranks.batchDim, ranks.globalBatch, world));
+  ranks.rankBatch = ranks.globalBatch / world;
+  std::vector<frontend::DimOverride> perRank;
+  for (const frontend::DimOverride &dim : dims)
+    if (dim.name != ranks.batchDim)
+      perRank.push_back(dim);
+  perRank.push_back({ranks.batchDim, ranks.rankBatch});
+  ranks.model = loadModelForCLI(path, perRank);
+  if (ranks.model->module)
+    overrideTrainSetting(*ranks.model->module, "world", world);
+  return std::move(ranks);
 }

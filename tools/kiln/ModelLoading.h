@@ -12,9 +12,11 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <memory>
+#include <string>
 
 namespace kiln::cli {
 
@@ -32,6 +34,25 @@ struct LoadedModel {
 std::unique_ptr<LoadedModel>
 loadModelForCLI(llvm::StringRef path,
                 llvm::ArrayRef<frontend::DimOverride> dims = {});
+
+/// The model as each of `world` data-parallel ranks compiles it: its batch
+/// dim divided among the ranks (with the other `dims`) and `world` in its
+/// train settings. Fails, with a message, when the model has no batch dim
+/// or it does not divide evenly; a model with errors (printed) comes back
+/// with a null module, as from loadModelForCLI.
+struct RankModel {
+  std::unique_ptr<LoadedModel> model;
+  /// The batch dim, the model's value (the global batch) and each rank's.
+  std::string batchDim;
+  int64_t globalBatch = 0, rankBatch = 0;
+};
+llvm::Expected<RankModel>
+loadModelForRanks(llvm::StringRef path,
+                  llvm::ArrayRef<frontend::DimOverride> dims, int64_t world);
+
+/// Sets integer `key` of the module's train settings (graph.train).
+void overrideTrainSetting(mlir::ModuleOp module, llvm::StringRef key,
+                          int64_t value);
 
 } // namespace kiln::cli
 

@@ -72,18 +72,6 @@ std::string kiln::cli::getCacheDirectory() {
 }
 
 /// Sets `key` of the module's graph.train dictionary.
-static void overrideTrainSetting(mlir::ModuleOp module, StringRef key,
-                                 int64_t value) {
-  mlir::Builder builder(module.getContext());
-  auto train = module->getAttrOfType<mlir::DictionaryAttr>(
-      graph::GraphDialect::kTrainAttr);
-  mlir::NamedAttrList entries(train ? train.getValue()
-                                    : ArrayRef<mlir::NamedAttribute>());
-  entries.set(key, builder.getI64IntegerAttr(value));
-  module->setAttr(graph::GraphDialect::kTrainAttr,
-                  entries.getDictionary(module.getContext()));
-}
-
 static std::optional<int64_t> readTrainSetting(mlir::ModuleOp module,
                                                StringRef key) {
   auto train = module->getAttrOfType<mlir::DictionaryAttr>(
@@ -115,39 +103,15 @@ Expected<TrainArtifact>
 kiln::cli::compileForTraining(StringRef modelPath,
                               const TrainCompileOptions &options) {
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<LoadedModel> model = loadModelForCLI(modelPath);
-  if (!model->module)
-    return createStringError("the model has errors (see above)");
   // Data parallelism: the same model with the batch dim divided among the
   // ranks (every shape, kernel and arena follows it).
-  std::string batchDim;
-  int64_t globalBatch = 0, rankBatch = 0;
-  if (options.world > 1) {
-    mlir::ModuleOp parsed = *model->module;
-    auto dimName = parsed->getAttrOfType<mlir::StringAttr>(
-        graph::GraphDialect::kBatchDimAttr);
-    auto dims = parsed->getAttrOfType<mlir::DictionaryAttr>(
-        graph::GraphDialect::kDimsAttr);
-    auto value = dimName && dims ? dims.getAs<mlir::IntegerAttr>(dimName)
-                                 : mlir::IntegerAttr();
-    if (!value)
-      return createStringError(
-          "data-parallel training splits the model's batch dim among the "
-          "ranks, and this model has none (declare it with `batch NAME` or "
-          "name it B)");
-    batchDim = dimName.getValue().str();
-    globalBatch = value.getInt();
-    if (globalBatch % options.world != 0)
-      return createStringError(formatv(
-          "the batch dim {0} = {1} does not split evenly among {2} ranks: "
-          "each rank takes an equal, contiguous slice of every batch",
-          batchDim, globalBatch, options.world));
-    rankBatch = globalBatch / options.world;
-    frontend::DimOverride perRank{batchDim, rankBatch};
-    model = loadModelForCLI(modelPath, {perRank});
-    if (!model->module)
-      return createStringError("the model has errors (see above)");
-  }
+  Expected<RankModel> ranks = loadModelForRanks(
+      modelPath, {}, options.inferenceOnly ? 1 : options.world);
+  if (!ranks)
+    return ranks.takeError();
+  std::unique_ptr<LoadedModel> model = std::move(ranks->model);
+  if (!model->module)
+    return createStringError("the model has errors (see above)");
   mlir::ModuleOp module = *model->module;
   // Later errors point into the model file too, with its source lines.
   mlir::SourceMgrDiagnosticHandler handler(model->sourceMgr,
@@ -165,8 +129,6 @@ kiln::cli::compileForTraining(StringRef modelPath,
   }
   if (options.accumulate)
     overrideTrainSetting(module, "accumulate", *options.accumulate);
-  if (options.world > 1 && !options.inferenceOnly)
-    overrideTrainSetting(module, "world", options.world);
 
   mlir::FailureOr<graph::TrainSettings> settings =
       graph::TrainSettings::fromModule(module);
@@ -176,9 +138,9 @@ kiln::cli::compileForTraining(StringRef modelPath,
   artifact.steps = settings->steps;
   artifact.stopAfter = stopAfter;
   artifact.accumulate = settings->accumulate;
-  artifact.batchDim = batchDim;
-  artifact.globalBatch = globalBatch;
-  artifact.rankBatch = rankBatch;
+  artifact.batchDim = ranks->batchDim;
+  artifact.globalBatch = ranks->globalBatch;
+  artifact.rankBatch = ranks->rankBatch;
   artifact.batchSeed = readTrainSetting(module, "batch_seed");
   artifact.evalEvery = readTrainSetting(module, "eval_every");
   artifact.seed = readTrainSetting(module, "seed");
