@@ -8,6 +8,7 @@
 
 #include "Commands.h"
 #include "Distributed.h"
+#include "TrainProgress.h"
 #include "StopSignals.h"
 #include "TrainArtifact.h"
 #include "TrainSession.h"
@@ -168,66 +169,6 @@ static cl::opt<double> collectiveTimeout(
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the summary"),
                            TRAIN_OPTION);
 
-namespace {
-/// Prints progress: one updating line on a terminal, plain lines otherwise.
-class Progress {
-public:
-  Progress(int64_t steps, bool quiet)
-      : steps(steps), quiet(quiet),
-        terminal(sys::Process::StandardErrIsDisplayed()),
-        every(std::max<int64_t>(1, steps / 25)) {}
-
-  void step(int64_t step, double loss, double lr, double stepMs,
-            double itemsPerSecond, StringRef itemName) {
-    if (quiet)
-      return;
-    double remaining = double(steps - step) * stepMs / 1e3;
-    std::string line = formatv("step {0,6}/{1}  loss {2:f4}  lr {3:e2}  "
-                               "{4:f0} {5}/s  {6:f1} ms/step  ETA {7}",
-                               step, steps, loss, lr, itemsPerSecond, itemName,
-                               stepMs, formatDuration(remaining))
-                           .str();
-    if (terminal) {
-      errs() << "\r" << line << "\x1b[K";
-      if (step == steps)
-        errs() << "\n";
-    } else if (step % every == 0 || step == steps || step == 1) {
-      errs() << line << "\n";
-    }
-  }
-
-  /// A line of news (compilation, evaluation, resuming); --quiet drops it.
-  void message(const Twine &text) {
-    if (quiet)
-      return;
-    if (terminal)
-      errs() << "\r\x1b[K";
-    errs() << text << "\n";
-  }
-
-  /// Clears the updating line before text that --quiet does not drop.
-  void clearLine() {
-    if (terminal && !quiet)
-      errs() << "\r\x1b[K";
-  }
-
-  static std::string formatDuration(double seconds) {
-    if (!std::isfinite(seconds) || seconds < 0)
-      return "?";
-    int64_t s = int64_t(seconds + 0.5);
-    if (s >= 3600)
-      return formatv("{0}h{1:02}m", s / 3600, (s / 60) % 60).str();
-    if (s >= 60)
-      return formatv("{0}m{1:02}s", s / 60, s % 60).str();
-    return formatv("{0}s", s).str();
-  }
-
-private:
-  int64_t steps;
-  bool quiet, terminal;
-  int64_t every;
-};
-} // namespace
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "kiln train") << message << "\n";
