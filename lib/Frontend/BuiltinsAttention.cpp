@@ -130,10 +130,8 @@ static Result emitAttentionMask(ModelEmitter &emitter,
                                 const EvalValue &k) {
   SMLoc loc = args.getCallLoc();
   Type element = elementTypeOf(q);
-  ArrayRef<int64_t> queryShape = q.getTensorType().getShape();
-  ArrayRef<int64_t> keyShape = k.getTensorType().getShape();
-  SmallVector<int64_t> scoreShape(queryShape.drop_back());
-  scoreShape.push_back(keyShape[keyShape.size() - 2]);
+  SmallVector<int64_t> scoreShape = graph::getAttentionScoreShape(
+      q.getTensorType().getShape(), k.getTensorType().getShape());
   int64_t rank = scoreShape.size();
   int64_t keys = scoreShape[rank - 1];
   RankedTensorType scoreType = tensorType(scoreShape, element);

@@ -195,10 +195,10 @@ eval::getAttentionMaskLayout(Operation *op, const Tensor *mask,
                              llvm::ArrayRef<int64_t> keyShape) {
   if (!mask)
     return graph::AttentionMaskLayout();
-  llvm::SmallVector<int64_t> scores(queryShape.drop_back());
-  scores.push_back(keyShape[keyShape.size() - 2]);
   std::string error;
-  auto layout = graph::getAttentionMaskLayout(mask->getShape(), scores, error);
+  auto layout = graph::getAttentionMaskLayout(
+      mask->getShape(), graph::getAttentionScoreShape(queryShape, keyShape),
+      error);
   if (failed(layout))
     return makeOpError(op, error);
   return *layout;

@@ -34,14 +34,13 @@ void kiln::setAttentionMask(KernelLowering &lowering, Value query, Value key,
                             Value maskTensor, AttentionShape &shape) {
   if (!maskTensor)
     return;
-  ArrayRef<int64_t> queryShape =
-      cast<RankedTensorType>(query.getType()).getShape();
-  ArrayRef<int64_t> keyShape = cast<RankedTensorType>(key.getType()).getShape();
-  SmallVector<int64_t> scores(queryShape.drop_back());
-  scores.push_back(keyShape[keyShape.size() - 2]);
+  auto shapeOf = [](Value tensor) {
+    return cast<RankedTensorType>(tensor.getType()).getShape();
+  };
   std::string error;
   FailureOr<graph::AttentionMaskLayout> layout = graph::getAttentionMaskLayout(
-      cast<RankedTensorType>(maskTensor.getType()).getShape(), scores, error);
+      shapeOf(maskTensor),
+      graph::getAttentionScoreShape(shapeOf(query), shapeOf(key)), error);
   assert(succeeded(layout) && "the verifier checks the mask's layout");
   shape.maskLayout = *layout;
   shape.mask = lowering.view(lowering.lookup(maskTensor),

@@ -450,6 +450,14 @@ ShapeOrError kiln::graph::inferAttentionShape(ArrayRef<int64_t> query,
   return result;
 }
 
+SmallVector<int64_t>
+kiln::graph::getAttentionScoreShape(ArrayRef<int64_t> query,
+                                    ArrayRef<int64_t> key) {
+  SmallVector<int64_t> scores(query.drop_back());
+  scores.push_back(key[key.size() - 2]);
+  return scores;
+}
+
 FailureOr<AttentionMaskLayout> kiln::graph::getAttentionMaskLayout(
     ArrayRef<int64_t> mask, ArrayRef<int64_t> scores, std::string &error) {
   std::string shapes = llvm::formatv("(mask {0}, scores {1})",

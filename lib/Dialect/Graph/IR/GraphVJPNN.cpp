@@ -9,6 +9,8 @@
 
 #include "GraphVJPUtils.h"
 
+#include "kiln/Dialect/Graph/IR/GraphShapes.h"
+
 using namespace mlir;
 using namespace kiln::graph;
 using namespace kiln::graph::vjp;
@@ -53,9 +55,8 @@ static Value buildAttentionMaskGrad(OpBuilder &builder, AttentionOp op,
                                     Value resultGrad) {
   Location loc = op.getLoc();
   RankedTensorType queryType = tensorTypeOf(op.getQuery());
-  ArrayRef<int64_t> keyShape = tensorTypeOf(op.getKey()).getShape();
-  SmallVector<int64_t> scoreShape(queryType.getShape().drop_back());
-  scoreShape.push_back(keyShape[keyShape.size() - 2]);
+  SmallVector<int64_t> scoreShape = getAttentionScoreShape(
+      queryType.getShape(), tensorTypeOf(op.getKey()).getShape());
   auto scoreType =
       RankedTensorType::get(scoreShape, queryType.getElementType());
   auto broadcast = [&](Value value) -> Value {

@@ -69,11 +69,10 @@ LogicalResult verifier::verifyAttentionMask(Operation *op, Value query,
     return success();
   if (failed(verifySameElementType(op, {query, mask}, {"query", "mask"})))
     return failure();
-  ArrayRef<int64_t> queryShape = shapeOf(query), keyShape = shapeOf(key);
-  SmallVector<int64_t> scores(queryShape.drop_back());
-  scores.push_back(keyShape[keyShape.size() - 2]);
   std::string error;
-  if (failed(getAttentionMaskLayout(shapeOf(mask), scores, error)))
+  if (failed(getAttentionMaskLayout(
+          shapeOf(mask), getAttentionScoreShape(shapeOf(query), shapeOf(key)),
+          error)))
     return op->emitOpError(error);
   return success();
 }

@@ -155,6 +155,11 @@ ShapeOrError inferAttentionShape(llvm::ArrayRef<int64_t> query,
                                  llvm::ArrayRef<int64_t> value, bool causal,
                                  std::string &error);
 
+/// The shape of an attention's scores [..., Tq, Tk] from `query` [..., Tq,
+/// Dk] and `key` [..., Tk, Dk] (both of rank >= 2).
+llvm::SmallVector<int64_t> getAttentionScoreShape(llvm::ArrayRef<int64_t> query,
+                                                  llvm::ArrayRef<int64_t> key);
+
 /// How an attention mask of `mask`'s shape is read against scores of
 /// `scores`' shape ([..., Tq, Tk]): as a [batches, queries, keys] buffer
 /// (queries 1 or Tq, keys 1 or Tk) whose batch for the scores' flattened
