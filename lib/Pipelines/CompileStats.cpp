@@ -12,7 +12,6 @@
 #include "kiln/Dialect/Kernel/Transforms/Passes.h"
 #include "kiln/Dialect/Kernel/Transforms/ResidentBytes.h"
 #include "kiln/Pipelines/Roofline.h"
-#include "kiln/Pipelines/ScalingModel.h"
 #include "kiln/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -235,25 +234,12 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
   std::string error;
   std::unique_ptr<TargetInfo> target =
       TargetInfo::create(compile.target, compile.arch, error);
+  // Each GPU's step time against its measured ceilings, for the scaling
+  // model.
   std::vector<RankStepTime> rankSteps;
-  if (target && !target->getGpus().empty()) {
-    llvm::json::Object roofline = estimateRoofline(module, *target, training,
-                                                   settings->accumulate, model);
-    // Each GPU's step time from the measured ceilings, for the scaling
-    // model.
-    if (const llvm::json::Array *gpus = roofline.getArray("gpus"))
-      for (const llvm::json::Value &gpu : *gpus) {
-        const llvm::json::Object *object = gpu.getAsObject();
-        const llvm::json::Object *measured =
-            object ? object->getObject("measured") : nullptr;
-        std::optional<double> ms =
-            measured ? measured->getNumber("step_ms") : std::nullopt;
-        std::optional<llvm::StringRef> name = object->getString("gpu");
-        if (ms && name)
-          rankSteps.push_back({name->str(), *ms / 1e3});
-      }
-    stats["roofline"] = std::move(roofline);
-  }
+  if (target && !target->getGpus().empty())
+    stats["roofline"] = estimateRoofline(
+        module, *target, training, settings->accumulate, model, &rankSteps);
   // A step of one of `world` data-parallel ranks: the gradient
   // accumulators, of the parameters' types, are summed after the backward,
   // with nothing overlapping it in today's schedule.

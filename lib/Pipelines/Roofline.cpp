@@ -214,10 +214,10 @@ static std::pair<double, bool> timeOf(const OpCost &cost, const Peaks &peaks) {
   return {std::max(memory, compute), memory >= compute};
 }
 
-llvm::json::Object kiln::estimateRoofline(ModuleOp module,
-                                          const TargetInfo &target,
-                                          bool training, int64_t accumulate,
-                                          const ModelFlops &model) {
+llvm::json::Object
+kiln::estimateRoofline(ModuleOp module, const TargetInfo &target, bool training,
+                       int64_t accumulate, const ModelFlops &model,
+                       std::vector<RankStepTime> *stepTimes) {
   // The step's ops, each with how many times a step runs it.
   std::vector<std::pair<OpCost, int64_t>> ops;
   auto add = [&](StringRef name, int64_t times) {
@@ -281,6 +281,8 @@ llvm::json::Object kiln::estimateRoofline(ModuleOp module,
                         (tensorCores ? peaks.bf16 : peaks.fp32);
         result["mfu_peak"] = tensorCores ? "bf16 tensor cores" : "fp32";
       }
+      if (measured && stepTimes)
+        stepTimes->push_back({std::string(gpu.name), seconds});
       if (measured) {
         // What no measurement covers, taken from the datasheet.
         llvm::json::Array fellBack{"fp32"};

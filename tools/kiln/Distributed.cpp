@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace llvm;
@@ -204,23 +205,17 @@ Error Communicator::sum(void *values, size_t count, size_t elementBytes,
   return Error::success();
 }
 
-Error Communicator::sumInPlace(float *values, size_t count) {
+template <typename T> Error Communicator::sumInPlace(T *values, size_t count) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
 #ifdef KILN_HAVE_MPI
-  MPI_Datatype type = MPI_FLOAT;
-  return sum(values, count, sizeof(float), &type);
+  MPI_Datatype type = std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+  return sum(values, count, sizeof(T), &type);
 #else
   return Error::success();
 #endif
 }
-
-Error Communicator::sumInPlace(double *values, size_t count) {
-#ifdef KILN_HAVE_MPI
-  MPI_Datatype type = MPI_DOUBLE;
-  return sum(values, count, sizeof(double), &type);
-#else
-  return Error::success();
-#endif
-}
+template Error Communicator::sumInPlace(float *, size_t);
+template Error Communicator::sumInPlace(double *, size_t);
 
 Error Communicator::barrier() {
   if (world_ == 1)

@@ -45,8 +45,8 @@ public:
   /// Sums `count` values over the ranks, in place, every rank getting the
   /// same bits (a no-op for one rank). Past the timeout, the ranks that no
   /// longer answer a probe are named.
-  llvm::Error sumInPlace(float *values, size_t count);
-  llvm::Error sumInPlace(double *values, size_t count);
+  /// T: float or double.
+  template <typename T> llvm::Error sumInPlace(T *values, size_t count);
   /// Waits until every rank has called it.
   llvm::Error barrier();
   /// Ends every rank with `code` (MPI_Abort), for a rank that fails: the

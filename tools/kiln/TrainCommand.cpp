@@ -280,6 +280,9 @@ static int train(Communicator &ranks) {
   bool silent = quiet || !leader;
   if (!(collectiveTimeout >= 0))
     return fail("--collective-timeout must not be negative (0: wait forever)");
+  if (collectiveTimeout.getNumOccurrences() && !parallel)
+    return fail("--collective-timeout applies to data-parallel runs (mpirun "
+                "-np N kiln train ...); this process is the only rank");
   ranks.setTimeout(collectiveTimeout);
   if (parallel && device != "cpu")
     return fail("data-parallel training runs on --device cpu (MPI between "

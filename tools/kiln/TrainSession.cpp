@@ -203,6 +203,24 @@ Error TrainSession::setDataParallel(int rankIndex, int worldSize) {
     return lastError("cannot make the session a data-parallel rank");
   rank = rankIndex;
   world = worldSize;
+  // The accumulators each step sums, found once in the plan.
+  accumulators.clear();
+  size_t count = 0;
+  kiln_artifact_buffer_count(artifact, &count);
+  for (size_t id = 0; id < count; ++id) {
+    kiln_buffer_info info;
+    if (kiln_artifact_buffer_info(artifact, id, &info) != KILN_OK)
+      return lastError("cannot describe a buffer");
+    if (!StringRef(info.name).ends_with(".grad_acc"))
+      continue;
+    if (info.dtype != KILN_F32)
+      return createStringError(formatv(
+          "the gradient accumulator '{0}' is not f32: data-parallel training "
+          "sums f32 accumulators only",
+          info.name));
+    accumulators.emplace_back(info.name,
+                              size_t(info.size_bytes) / sizeof(float));
+  }
   return Error::success();
 }
 
@@ -220,27 +238,12 @@ static npy::Array sliceRows(const npy::Array &array, int64_t first,
 }
 
 Error TrainSession::sumGradients(Communicator &communicator) {
-  if (world == 1)
-    return Error::success();
-  size_t count = 0;
-  kiln_artifact_buffer_count(artifact, &count);
-  for (size_t id = 0; id < count; ++id) {
-    kiln_buffer_info info;
-    if (kiln_artifact_buffer_info(artifact, id, &info) != KILN_OK)
-      return lastError("cannot describe a buffer");
-    if (!StringRef(info.name).ends_with(".grad_acc"))
-      continue;
-    if (info.dtype != KILN_F32)
-      return createStringError(formatv(
-          "the gradient accumulator '{0}' is not f32: data-parallel training "
-          "sums f32 accumulators only",
-          info.name));
+  for (const auto &[name, count] : accumulators) {
     void *data = nullptr;
-    if (kiln_session_buffer_data(session, info.name, &data) != KILN_OK)
-      return lastError(formatv("cannot reach '{0}'", info.name).str());
+    if (kiln_session_buffer_data(session, name.c_str(), &data) != KILN_OK)
+      return lastError(formatv("cannot reach '{0}'", name).str());
     if (Error error =
-            communicator.sumInPlace(static_cast<float *>(data),
-                                    size_t(info.size_bytes) / sizeof(float)))
+            communicator.sumInPlace(static_cast<float *>(data), count))
       return error;
   }
   return Error::success();

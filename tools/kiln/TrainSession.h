@@ -125,6 +125,8 @@ private:
   std::string device;
   std::vector<PlanInput> planInputs;
   int rank = 0, world = 1;
+  /// The gradient accumulators a data-parallel step sums: name, f32 count.
+  std::vector<std::pair<std::string, size_t>> accumulators;
   std::vector<std::string> entries;
   llvm::StringMap<std::pair<kiln_dtype, std::vector<int64_t>>> outputs;
 };

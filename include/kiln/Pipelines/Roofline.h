@@ -26,11 +26,14 @@
 #ifndef KILN_PIPELINES_ROOFLINE_H
 #define KILN_PIPELINES_ROOFLINE_H
 
+#include "kiln/Pipelines/ScalingModel.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln {
 class TargetInfo;
@@ -60,11 +63,12 @@ struct ModelFlops {
 /// The roofline of `module`'s step (its train_step, or accumulate_step
 /// `accumulate` times and apply_step; predict without training) compiled
 /// for `target`, on each of its GPUs (TargetInfo::getGpus), as the --stats
-/// JSON's "roofline" object.
-llvm::json::Object estimateRoofline(mlir::ModuleOp module,
-                                    const TargetInfo &target, bool training,
-                                    int64_t accumulate,
-                                    const ModelFlops &model);
+/// JSON's "roofline" object. `stepTimes`, when given, receives each GPU's
+/// step time against its measured ceilings (the scaling model's input).
+llvm::json::Object
+estimateRoofline(mlir::ModuleOp module, const TargetInfo &target, bool training,
+                 int64_t accumulate, const ModelFlops &model,
+                 std::vector<RankStepTime> *stepTimes = nullptr);
 
 } // namespace kiln
 

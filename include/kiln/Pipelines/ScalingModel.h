@@ -19,6 +19,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cstdint>
+#include <string>
 
 namespace kiln {
 
