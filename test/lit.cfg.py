@@ -46,6 +46,10 @@ if getattr(config, "kiln_mpiexec", ""):
         ("%mpirun", config.kiln_mpiexec + " --oversubscribe -np"))
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    # The fake NCCL (test/unit/fakes/FakeNccl.c) reduces over MPI.
+    if getattr(config, "kiln_fake_nccl", ""):
+        config.available_features.add("fake-nccl")
+        config.substitutions.append(("%fake_nccl", config.kiln_fake_nccl))
 # This CPU's vector extensions, for tests of which kernels a library picks.
 try:
     with open("/proc/cpuinfo") as cpuinfo:

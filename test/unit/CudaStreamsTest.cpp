@@ -84,6 +84,45 @@ TEST_F(CudaStreams, ACopyToTheHostWaitsForTheWorkBeforeIt) {
   EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5, 6, 7}));
 }
 
+/// Polled stream work of the fake (as the fake NCCL's collectives are):
+/// done once `*pollsLeft` polls have found it unfinished.
+void countDown(const void *) {}
+int pollCountDown(const void *payload) {
+  int *left = *static_cast<int *const *>(payload);
+  return (*left)-- <= 0;
+}
+
+TEST_F(CudaStreams, AQueryLetsTheGpuRunOnUntilPolledWorkIsDone) {
+  void *fake = dlopen(KILN_FAKE_LIBCUDA, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  using EnqueuePolled = int (*)(void *, void (*)(const void *),
+                                int (*)(const void *), const void *, size_t);
+  auto enqueue = reinterpret_cast<EnqueuePolled>(
+      dlsym(fake, "kiln_fake_cuda_enqueue_polled"));
+  ASSERT_NE(enqueue, nullptr);
+  ASSERT_EQ(program->upload(0, {1, 2, 3, 4, 5, 6}), "");
+  ASSERT_EQ(program->upload(1, {1, 1, 1, 1, 1, 1}), "");
+  ASSERT_EQ(program->launch(), "");
+  int pollsLeft = 2;
+  int *payload = &pollsLeft;
+  cuda::CUstream compute = context->getComputeStream();
+  ASSERT_EQ(
+      enqueue(compute, countDown, pollCountDown, &payload, sizeof payload), 0);
+  cuda::CUevent done = nullptr;
+  ASSERT_EQ(context->createEvent(false, done), "");
+  ASSERT_EQ(context->record(done, compute), "");
+  const cuda::DriverApi &api = gpu.driver->api();
+  // Each query runs what it can: the launch before the polled work, then
+  // one poll of it per query until it says done.
+  EXPECT_EQ(api.cuEventQuery(done), cuda::kCudaErrorNotReady);
+  EXPECT_EQ(program->peek(2)[5], 7.0f);
+  EXPECT_EQ(api.cuEventQuery(done), cuda::kCudaErrorNotReady);
+  EXPECT_EQ(api.cuEventQuery(done), cuda::kCudaSuccess);
+  EXPECT_EQ(pollsLeft, -1);
+  EXPECT_EQ(context->destroyEvent(done), "");
+  dlclose(fake);
+}
+
 TEST_F(CudaStreams, PinnedUploadsReadTheHostWhenTheyRun) {
   void *pinned = nullptr;
   ASSERT_EQ(context->allocateHost(24, pinned), "");

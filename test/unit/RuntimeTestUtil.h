@@ -211,15 +211,20 @@ struct Loaded {
   }
 };
 
+/// Checks that `message` contains every string of `parts`.
+inline void expectContains(const std::string &message,
+                           std::initializer_list<std::string> parts) {
+  for (const std::string &part : parts)
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "'" << part << "' not in: " << message;
+}
+
 /// Checks that `status` is `expected` and that the thread's last error
 /// contains every string of `parts`.
 inline void expectError(kiln_status status, kiln_status expected,
                         std::initializer_list<std::string> parts) {
   EXPECT_EQ(status, expected) << kiln_last_error();
-  std::string message = kiln_last_error();
-  for (const std::string &part : parts)
-    EXPECT_NE(message.find(part), std::string::npos)
-        << "'" << part << "' not in: " << message;
+  expectContains(kiln_last_error(), parts);
 }
 
 /// Sets environment variable `name` for the life of the object, restoring

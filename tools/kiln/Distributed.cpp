@@ -97,7 +97,15 @@ Expected<Communicator> Communicator::join() {
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  return Communicator(rank, world, /*joined=*/true);
+  Communicator joined(rank, world, /*joined=*/true);
+  // The ranks on this machine: each binds the GPU of its index among them.
+  MPI_Comm local;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                          MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+    MPI_Comm_rank(local, &joined.localRank_);
+    MPI_Comm_free(&local);
+  }
+  return std::move(joined);
 #else
   if (launched > 1)
     return createStringError(
@@ -109,8 +117,9 @@ Expected<Communicator> Communicator::join() {
 }
 
 Communicator::Communicator(Communicator &&other) noexcept
-    : rank_(other.rank_), world_(other.world_), joined_(other.joined_),
-      timeoutSeconds_(other.timeoutSeconds_), step_(other.step_) {
+    : rank_(other.rank_), localRank_(other.localRank_), world_(other.world_),
+      joined_(other.joined_), timeoutSeconds_(other.timeoutSeconds_),
+      step_(other.step_) {
   other.joined_ = false;
 }
 
@@ -216,6 +225,24 @@ template <typename T> Error Communicator::sumInPlace(T *values, size_t count) {
 }
 template Error Communicator::sumInPlace(float *, size_t);
 template Error Communicator::sumInPlace(double *, size_t);
+
+Error Communicator::broadcast(void *bytes, size_t count) {
+  if (world_ == 1)
+    return Error::success();
+#ifdef KILN_HAVE_MPI
+  std::vector<MPI_Request> request(1);
+  if (int code = MPI_Ibcast(bytes, static_cast<int>(count), MPI_BYTE, 0,
+                            MPI_COMM_WORLD, &request[0]);
+      code != MPI_SUCCESS)
+    return mpiError("MPI_Ibcast", code);
+  if (!waitWithin(request, timeoutSeconds_))
+    return createStringError(
+        formatv("rank {0}: rank 0's broadcast did not arrive within {1} s "
+                "(--collective-timeout); ending every rank",
+                rank_, timeoutSeconds_));
+#endif
+  return Error::success();
+}
 
 Error Communicator::barrier() {
   if (world_ == 1)

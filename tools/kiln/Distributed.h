@@ -31,12 +31,16 @@ public:
   ~Communicator();
 
   int rank() const { return rank_; }
+  /// This rank's index among the ranks on its machine (0 for one rank):
+  /// the GPU it binds.
+  int localRank() const { return localRank_; }
   int world() const { return world_; }
   bool isLeader() const { return rank_ == 0; }
 
   /// How long a collective may wait for the other ranks before this one
   /// gives up naming those that did not answer (0: forever).
   void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
+  double getTimeout() const { return timeoutSeconds_; }
 
   /// Tells every other rank that this one reached `step`, and waits (within
   /// the timeout) until each has said the same; past the timeout, the
@@ -47,6 +51,8 @@ public:
   /// longer answer a probe are named.
   /// T: float or double.
   template <typename T> llvm::Error sumInPlace(T *values, size_t count);
+  /// Rank 0's `count` bytes into every rank's `bytes`, within the timeout.
+  llvm::Error broadcast(void *bytes, size_t count);
   /// Waits until every rank has called it.
   llvm::Error barrier();
   /// Ends every rank with `code` (MPI_Abort), for a rank that fails: the
@@ -71,6 +77,7 @@ private:
                   const void *type);
 
   int rank_ = 0;
+  int localRank_ = 0;
   int world_ = 1;
   bool joined_ = false;
   double timeoutSeconds_ = 0;

@@ -284,9 +284,6 @@ static int train(Communicator &ranks) {
     return fail("--collective-timeout applies to data-parallel runs (mpirun "
                 "-np N kiln train ...); this process is the only rank");
   ranks.setTimeout(collectiveTimeout);
-  if (parallel && device != "cpu")
-    return fail("data-parallel training runs on --device cpu (MPI between "
-                "processes); the cuda devices' NCCL path is not built yet");
   if (!leader) {
     saveFile.setValue("");
     metricsFile.setValue("");
@@ -338,16 +335,17 @@ static int train(Communicator &ranks) {
                              *artifact->stopAfter, artifact->steps));
 
   Expected<std::unique_ptr<TrainSession>> opened = TrainSession::open(
-      std::move(artifact->opened), device, threads, deterministic);
+      std::move(artifact->opened), device, threads, deterministic,
+      device == "cuda" ? ranks.localRank() : 0);
   if (!opened)
     return fail(opened.takeError());
   TrainSession &session = **opened;
   if (parallel) {
-    if (Error error = session.setDataParallel(ranks.rank(), ranks.world()))
+    if (Error error = session.setDataParallel(ranks))
       return fail(std::move(error));
     progress.message(formatv("data parallel: {0} ranks ({1}); {2} = {3} "
                              "rows a batch, {4} per rank",
-                             ranks.world(), Communicator::describeTransport(),
+                             ranks.world(), session.describeCollectives(),
                              artifact->batchDim, artifact->globalBatch,
                              artifact->rankBatch));
   }

@@ -84,7 +84,8 @@ Error TrainSession::lastError(StringRef what) const {
 
 Expected<std::unique_ptr<TrainSession>>
 TrainSession::open(ArtifactHandle artifact, const std::string &device,
-                   int32_t numThreads, bool deterministic) {
+                   int32_t numThreads, bool deterministic,
+                   int32_t deviceIndex) {
   std::unique_ptr<TrainSession> result(new TrainSession());
   result->artifact = artifact.release();
   result->device = device;
@@ -112,6 +113,7 @@ TrainSession::open(ArtifactHandle artifact, const std::string &device,
   options.device = device.c_str();
   options.num_threads = numThreads;
   options.deterministic = deterministic;
+  options.device_index = deviceIndex;
   if (kiln_session_create_with_options(result->artifact, &options,
                                        &result->session) != KILN_OK)
     return result->lastError("cannot create a session");
@@ -197,12 +199,30 @@ TrainSession::openDataset(const DataSource &source, bool training,
   return std::unique_ptr<data::Dataset>(std::move(dataset));
 }
 
-Error TrainSession::setDataParallel(int rankIndex, int worldSize) {
-  if (kiln_session_set_data_parallel(session, uint32_t(rankIndex),
-                                     uint32_t(worldSize)) != KILN_OK)
+Error TrainSession::setDataParallel(Communicator &communicator) {
+  rank = communicator.rank();
+  world = communicator.world();
+  if (kiln_session_set_data_parallel(session, uint32_t(rank),
+                                     uint32_t(world)) != KILN_OK)
     return lastError("cannot make the session a data-parallel rank");
-  rank = rankIndex;
-  world = worldSize;
+  collectives = Communicator::describeTransport();
+  if (device == "cuda") {
+    // Rank 0 makes the NCCL group's id; MPI carries it to the others.
+    uint8_t id[KILN_NCCL_UNIQUE_ID_BYTES] = {};
+    char *nccl = nullptr;
+    if (communicator.isLeader() &&
+        kiln_nccl_unique_id(id, sizeof id, &nccl) != KILN_OK)
+      return lastError("cannot make an NCCL group");
+    if (nccl) {
+      collectives = std::string(nccl) + ", bootstrapped over " + collectives;
+      kiln_string_free(nccl);
+    }
+    if (Error error = communicator.broadcast(id, sizeof id))
+      return error;
+    if (kiln_session_join_nccl(session, id, sizeof id,
+                               communicator.getTimeout()) != KILN_OK)
+      return lastError("cannot join the other ranks through NCCL");
+  }
   // The accumulators each step sums, found once in the plan.
   accumulators.clear();
   size_t count = 0;
@@ -238,6 +258,16 @@ static npy::Array sliceRows(const npy::Array &array, int64_t first,
 }
 
 Error TrainSession::sumGradients(Communicator &communicator) {
+  if (device == "cuda") {
+    // NCCL sums the device's accumulators, on the GPU.
+    std::vector<const char *> names;
+    for (const auto &accumulator : accumulators)
+      names.push_back(accumulator.first.c_str());
+    if (kiln_session_sum_over_ranks(session, names.data(), names.size()) !=
+        KILN_OK)
+      return lastError("cannot sum the gradients over the ranks");
+    return Error::success();
+  }
   for (const auto &[name, count] : accumulators) {
     void *data = nullptr;
     if (kiln_session_buffer_data(session, name.c_str(), &data) != KILN_OK)

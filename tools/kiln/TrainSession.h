@@ -58,7 +58,7 @@ public:
   /// Takes the open `artifact` and creates a session on `device`.
   static llvm::Expected<std::unique_ptr<TrainSession>>
   open(ArtifactHandle artifact, const std::string &device, int32_t numThreads,
-       bool deterministic = false);
+       bool deterministic = false, int32_t deviceIndex = 0);
 
   /// Opens a dataset for the inputs of `entry`: shuffled with `seed` for
   /// training, sequential for evaluation (`evalBatches` windows of a token
@@ -67,11 +67,15 @@ public:
   openDataset(const DataSource &source, bool training, uint64_t seed,
               int64_t evalBatches = 0);
 
-  /// Makes this session rank `rank` of `world` data-parallel ranks: its
-  /// training datasets yield whole batches (world x the plan's batch), of
-  /// which bind() takes the rank's contiguous slice, and dropout draws the
-  /// rank's part of the whole batch's masks.
-  llvm::Error setDataParallel(int rank, int world);
+  /// Makes this session `communicator`'s rank among its data-parallel
+  /// ranks: its training datasets yield whole batches (world x the plan's
+  /// batch), of which bind() takes the rank's contiguous slice, and dropout
+  /// draws the rank's part of the whole batch's masks. On cuda the ranks
+  /// join an NCCL group (its id broadcast from rank 0), which sums the
+  /// gradients on the GPUs; elsewhere MPI sums the host buffers.
+  llvm::Error setDataParallel(Communicator &communicator);
+  /// What sums the gradients: "Open MPI v4.1.4", "NCCL 2.28.9 (...)".
+  const std::string &describeCollectives() const { return collectives; }
   /// Binds one batch to the plan's inputs of the same names (the rank's
   /// slice of a whole batch).
   llvm::Error bind(const data::Batch &batch);
@@ -125,6 +129,7 @@ private:
   std::string device;
   std::vector<PlanInput> planInputs;
   int rank = 0, world = 1;
+  std::string collectives;
   /// The gradient accumulators a data-parallel step sums: name, f32 count.
   std::vector<std::pair<std::string, size_t>> accumulators;
   std::vector<std::string> entries;

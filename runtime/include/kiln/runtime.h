@@ -347,6 +347,33 @@ KILN_API kiln_status kiln_session_set_step(kiln_session *session,
 KILN_API kiln_status kiln_session_set_data_parallel(kiln_session *session,
                                                     uint32_t rank,
                                                     uint32_t world);
+/** Data parallelism on the cuda device, through NCCL (loaded at run time:
+ * KILN_LIBNCCL, else libnccl.so.2). Rank 0 makes a group's unique id with
+ * kiln_nccl_unique_id and hands it to the other ranks (over MPI, say); each
+ * rank, made rank r of N with kiln_session_set_data_parallel, joins with
+ * kiln_session_join_nccl on its own GPU (its session's device_index).
+ * KILN_ERROR_UNSUPPORTED on the cpu devices, whose buffers the caller sums
+ * through kiln_session_buffer_data. */
+#define KILN_NCCL_UNIQUE_ID_BYTES 128
+/** Writes a new group's id (`size`: KILN_NCCL_UNIQUE_ID_BYTES) and, when
+ * `description` is not null, which NCCL made it ("NCCL 2.28.9
+ * (libnccl.so.2)"; free with kiln_string_free). KILN_ERROR_DEVICE when NCCL
+ * does not load. */
+KILN_API kiln_status kiln_nccl_unique_id(void *id, size_t size,
+                                         char **description);
+/** Joins the group `id` names, waiting for every rank; that and every
+ * later collective fail with KILN_ERROR_DEVICE, the communicator aborted,
+ * when NCCL reports an error or when it does not finish within
+ * `timeout_seconds` (0: waits forever). */
+KILN_API kiln_status kiln_session_join_nccl(kiln_session *session,
+                                            const void *id, size_t size,
+                                            double timeout_seconds);
+/** Sums the f32 buffers `names` over the joined ranks, in place on the GPU,
+ * after the runs before it (e.g. accumulate_step's gradient accumulators,
+ * before apply_step); returns once the sums are done. */
+KILN_API kiln_status kiln_session_sum_over_ranks(kiln_session *session,
+                                                 const char *const *names,
+                                                 size_t count);
 /** The seed the parameters were initialized with (or loaded from a
  * checkpoint). */
 KILN_API kiln_status kiln_session_get_seed(const kiln_session *session,

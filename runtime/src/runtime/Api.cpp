@@ -428,6 +428,50 @@ kiln_status kiln_session_set_data_parallel(kiln_session *session, uint32_t rank,
   });
 }
 
+kiln_status kiln_nccl_unique_id(void *id, size_t size, char **description) {
+  return guarded("kiln_nccl_unique_id", nullptr, [&] {
+    KILN_REQUIRE(id);
+    if (size != KILN_NCCL_UNIQUE_ID_BYTES)
+      return invalidArgument("an NCCL unique id has " +
+                             std::to_string(KILN_NCCL_UNIQUE_ID_BYTES) +
+                             " bytes, not " + std::to_string(size));
+    std::string made;
+    KILN_RETURN_IF_ERROR(Session::makeNcclUniqueId(id, made));
+    return description ? exportString(made, description) : Result::ok();
+  });
+}
+
+kiln_status kiln_session_join_nccl(kiln_session *session, const void *id,
+                                   size_t size, double timeout_seconds) {
+  return guarded("kiln_session_join_nccl", session, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(id);
+    if (size != KILN_NCCL_UNIQUE_ID_BYTES)
+      return invalidArgument("an NCCL unique id has " +
+                             std::to_string(KILN_NCCL_UNIQUE_ID_BYTES) +
+                             " bytes, not " + std::to_string(size));
+    if (!(timeout_seconds >= 0))
+      return invalidArgument("the timeout must not be negative (0: none)");
+    return session->session->joinRanks(id, timeout_seconds);
+  });
+}
+
+kiln_status kiln_session_sum_over_ranks(kiln_session *session,
+                                        const char *const *names,
+                                        size_t count) {
+  return guarded("kiln_session_sum_over_ranks", session, [&] {
+    KILN_REQUIRE(session);
+    if (count)
+      KILN_REQUIRE(names);
+    std::vector<std::string> list;
+    for (size_t i = 0; i < count; ++i) {
+      KILN_REQUIRE(names[i]);
+      list.emplace_back(names[i]);
+    }
+    return session->session->sumOverRanks(list);
+  });
+}
+
 kiln_status kiln_session_get_seed(const kiln_session *session, uint64_t *seed) {
   return guarded("kiln_session_get_seed", nullptr, [&] {
     KILN_REQUIRE(session);

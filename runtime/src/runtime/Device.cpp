@@ -12,6 +12,17 @@ using namespace kiln::runtime;
 OpChecks::~OpChecks() = default;
 Device::~Device() = default;
 
+Result Device::joinRanks(const void *, int, int, double) {
+  return Result::error(KILN_ERROR_UNSUPPORTED,
+                       "this device has no collectives of its own (NCCL is "
+                       "the cuda device's): sum its buffers over the ranks "
+                       "through kiln_session_buffer_data");
+}
+
+Result Device::sumOverRanks(const std::vector<uint32_t> &) {
+  return joinRanks(nullptr, 0, 1, 0);
+}
+
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
          dtype == plan::DType::F16 || dtype == plan::DType::BF16;

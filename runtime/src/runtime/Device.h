@@ -96,6 +96,15 @@ public:
   /// What op `op` of entry `entry` is on this device: a kernel's launch, a
   /// GEMM's library and (on cuda) the algorithm chosen for it.
   virtual std::string describeOp(size_t entry, size_t op) const = 0;
+  /// Data parallelism through the device's own collectives (cuda: NCCL):
+  /// joins rank `rank` of `world` in the group NCCL's unique `id` names,
+  /// every collective after it watched for `timeoutSeconds` (0: forever).
+  /// The cpu devices have none (the caller sums their host buffers).
+  virtual Result joinRanks(const void *id, int rank, int world,
+                           double timeoutSeconds);
+  /// Sums f32 persistent buffers `ids` over the joined ranks, in place, once
+  /// the runs before it are done; the device then holds the newer bytes.
+  virtual Result sumOverRanks(const std::vector<uint32_t> &ids);
 };
 
 } // namespace runtime

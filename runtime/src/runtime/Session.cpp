@@ -9,6 +9,7 @@
 #include "devices/cpu/CpuDevice.h"
 #ifdef KILN_HAVE_CUDA_DEVICE
 #include "devices/cuda/CudaDevice.h"
+#include "devices/cuda/Nccl.h"
 #endif
 
 #include <algorithm>
@@ -43,6 +44,34 @@ Result Session::checkDevice(const std::string &device) {
 #else
   return builtWithoutCuda();
 #endif
+}
+
+Result Session::makeNcclUniqueId(void *id, std::string &description) {
+#ifdef KILN_HAVE_CUDA_DEVICE
+  return cuda::makeNcclUniqueId(id, description);
+#else
+  (void)id;
+  (void)description;
+  return builtWithoutCuda();
+#endif
+}
+
+Result Session::joinRanks(const void *id, double timeoutSeconds) {
+  if (world_ < 2)
+    return invalidArgument("the session is rank 0 of 1: make it one of "
+                           "several (kiln_session_set_data_parallel) first");
+  return device_->joinRanks(id, static_cast<int>(rank_),
+                            static_cast<int>(world_), timeoutSeconds);
+}
+
+Result Session::sumOverRanks(const std::vector<std::string> &names) {
+  std::vector<uint32_t> ids;
+  for (const std::string &name : names) {
+    int64_t id;
+    KILN_RETURN_IF_ERROR(findPersistent(name, "sum over the ranks", id));
+    ids.push_back(static_cast<uint32_t>(id));
+  }
+  return device_->sumOverRanks(ids);
 }
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,

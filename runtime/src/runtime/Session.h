@@ -83,6 +83,13 @@ public:
     world_ = world;
   }
   uint64_t getSeed() const { return seed_; }
+  /// Joins this session's rank among the data-parallel ranks on the
+  /// device's own collectives (Device::joinRanks).
+  Result joinRanks(const void *id, double timeoutSeconds);
+  /// Sums persistent f32 buffers `names` over the ranks on the device.
+  Result sumOverRanks(const std::vector<std::string> &names);
+  /// kiln_nccl_unique_id: NCCL's id for a new group of ranks.
+  static Result makeNcclUniqueId(void *id, std::string &description);
 
   Result saveCheckpoint(const std::string &path,
                         const std::string &userMetadata);

@@ -96,7 +96,7 @@ static int primaryRetains;
 static char primaryContext; /* its address is the context handle */
 
 static CUresult fakePrimaryCtxRetain(void **context, int device) {
-  (void)device;
+  fakeTrace("cuDevicePrimaryCtxRetain device %d", device);
   CUresult error = fakeInjected("cuDevicePrimaryCtxRetain");
   if (error)
     return error;

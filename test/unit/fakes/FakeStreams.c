@@ -171,51 +171,68 @@ static double nowMilliseconds(void) {
   return (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
 }
 
-static void drain(struct FakeStream *stream, uint64_t position);
+static int drainTo(struct FakeStream *stream, uint64_t position, int block);
+static void drain(struct FakeStream *stream, uint64_t position) {
+  drainTo(stream, position, 1);
+}
 
-static void runWork(const struct FakeWork *work) {
+/* Runs `work`; returns whether it is done, which only polled host work may
+   not be when `block` is 0 (it stays queued, started). */
+static int runWork(struct FakeWork *work, int block) {
   switch (work->kind) {
   case kWorkLaunch:
     work->kernel(work->buffers, 0, work->grid);
-    return;
+    return 1;
   case kWorkCopy:
     memmove(work->destination, work->source, work->bytes);
-    return;
+    return 1;
   case kWorkSet:
     memset(work->destination, work->value, work->bytes);
-    return;
+    return 1;
   case kWorkRecord:
     /* Only the event's latest record completes it. */
     if (work->event->position == work->position) {
       work->event->done = 1;
       work->event->milliseconds = nowMilliseconds();
     }
-    return;
+    return 1;
   case kWorkWait:
-    drain(work->waitStream, work->waitPosition);
-    return;
+    return drainTo(work->waitStream, work->waitPosition, block);
   case kWorkHost:
-    work->run(work->payload);
-    return;
+    if (!work->started)
+      work->run(work->payload);
+    work->started = 1;
+    while (work->poll && !work->poll(work->payload)) {
+      if (!block)
+        return 0;
+      struct timespec pause = {0, 100000};
+      nanosleep(&pause, 0);
+    }
+    return 1;
   case kWorkGraph:
-    for (const struct FakeWork *node = work->graph->nodes; node;
-         node = node->next)
-      runWork(node);
-    return;
+    for (struct FakeWork *node = work->graph->nodes; node; node = node->next) {
+      node->started = 0;
+      runWork(node, 1);
+    }
+    return 1;
   }
+  return 1;
 }
 
-/* Runs `stream`'s queued work up to `position`. */
-static void drain(struct FakeStream *stream, uint64_t position) {
+/* Runs `stream`'s queued work up to `position`; without `block`, stops at
+   polled host work that is not done yet (returns 0). */
+static int drainTo(struct FakeStream *stream, uint64_t position, int block) {
   while (stream->head && stream->executed < position) {
     struct FakeWork *work = stream->head;
+    if (!runWork(work, block))
+      return 0;
     stream->head = work->next;
     if (!stream->head)
       stream->tail = 0;
-    runWork(work);
     ++stream->executed;
     freeWork(work);
   }
+  return 1;
 }
 
 void fakeDrainBlocking(void) {
@@ -252,7 +269,7 @@ CUresult fakeSubmit(void *handle, struct FakeWork *work) {
   if (!stream) {
     /* The legacy stream waits for the blocking streams, then runs it. */
     fakeDrainBlocking();
-    runWork(work);
+    runWork(work, 1);
     freeWork(work);
     return 0;
   }
@@ -402,8 +419,20 @@ static CUresult fakeMemsetD8Async(unsigned long long destination,
 __attribute__((visibility("default"))) CUresult
 kiln_fake_cuda_enqueue(void *stream, void (*run)(const void *payload),
                        const void *payload, size_t bytes) {
+  return kiln_fake_cuda_enqueue_polled(stream, run, 0, payload, bytes);
+}
+
+/* The fake NCCL's: work that a GPU would run for a while, as for a
+   collective waiting on other ranks. `start(payload)` runs once when the
+   stream reaches it, then `poll(payload)` until it returns nonzero; a
+   synchronous wait polls until then, cuEventQuery once per call. */
+__attribute__((visibility("default"))) CUresult
+kiln_fake_cuda_enqueue_polled(void *stream, void (*start)(const void *payload),
+                              int (*poll)(const void *payload),
+                              const void *payload, size_t bytes) {
   struct FakeWork *work = fakeNewWork(kWorkHost);
-  work->run = run;
+  work->run = start;
+  work->poll = poll;
   work->payload = malloc(bytes ? bytes : 1);
   memcpy(work->payload, payload, bytes);
   work->payloadBytes = bytes;
@@ -466,6 +495,19 @@ static CUresult fakeEventSynchronize(struct FakeEvent *event) {
   if (event->stream && !event->done)
     drain(event->stream, event->position);
   return fakeInjected("cuEventSynchronize");
+}
+
+/* A GPU runs on while the host asks: the query runs the work before the
+   event, except polled work that is not done yet. */
+static CUresult fakeEventQuery(struct FakeEvent *event) {
+  fakeTrace("cuEventQuery");
+  if (!event)
+    return kCudaErrorInvalidHandle;
+  if (event->stream && !event->done)
+    drainTo(event->stream, event->position, 0);
+  if (event->stream && !event->done)
+    return kCudaErrorNotReady;
+  return fakeInjected("cuEventQuery");
 }
 
 static CUresult fakeEventElapsedTime(float *milliseconds,
@@ -609,6 +651,7 @@ const struct FakeEntry kFakeStreamEntries[] = {
     {"cuEventDestroy", (void *)fakeEventDestroy},
     {"cuEventRecord", (void *)fakeEventRecord},
     {"cuEventSynchronize", (void *)fakeEventSynchronize},
+    {"cuEventQuery", (void *)fakeEventQuery},
     {"cuEventElapsedTime", (void *)fakeEventElapsedTime},
     {"cuStreamBeginCapture", (void *)fakeStreamBeginCapture},
     {"cuStreamEndCapture", (void *)fakeStreamEndCapture},

@@ -70,13 +70,22 @@ struct FakeWork {
   struct FakeEvent *event;
   struct FakeStream *waitStream;
   uint64_t waitPosition;
-  /* kWorkHost: run(payload), the payload copied when enqueued. */
+  /* kWorkHost: run(payload), the payload copied when enqueued; then, when
+     `poll` is set, poll(payload) until it returns nonzero. */
   void (*run)(const void *payload);
+  int (*poll)(const void *payload);
+  int started;
   void *payload;
   size_t payloadBytes;
   /* kWorkGraph: every node of the executable graph, in capture order. */
   struct FakeGraphExec *graph;
 };
+
+/* Polled host work: see kiln_fake_cuda_enqueue_polled (FakeStreams.c). */
+CUresult kiln_fake_cuda_enqueue_polled(void *stream,
+                                       void (*start)(const void *payload),
+                                       int (*poll)(const void *payload),
+                                       const void *payload, size_t bytes);
 
 /* A new piece of work of `kind`, zeroed. */
 struct FakeWork *fakeNewWork(enum FakeWorkKind kind);

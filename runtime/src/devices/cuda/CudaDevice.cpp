@@ -99,6 +99,28 @@ Result CudaDevice::handOut(uint32_t id) {
   return Result::ok();
 }
 
+Result CudaDevice::joinRanks(const void *id, int rank, int world,
+                             double timeoutSeconds) {
+  return executor_->joinRanks(id, rank, world, timeoutSeconds);
+}
+
+Result CudaDevice::sumOverRanks(const std::vector<uint32_t> &ids) {
+  KILN_RETURN_IF_ERROR(finish());
+  // The device sums its own copies: the host's newer bytes go up first.
+  for (uint32_t id : ids)
+    if (hostNewer_[id] || handedOut_[id]) {
+      KILN_RETURN_IF_ERROR(executor_->copyIn(id, host_[id]));
+      hostNewer_[id] = false;
+    }
+  KILN_RETURN_IF_ERROR(executor_->sumOverRanks(ids));
+  for (uint32_t id : ids) {
+    deviceNewer_[id] = true;
+    if (handedOut_[id])
+      KILN_RETURN_IF_ERROR(syncToHost(id));
+  }
+  return Result::ok();
+}
+
 Result CudaDevice::run(size_t entry, const runtime::RunOptions &options,
                        const runtime::OpChecks &checks) {
   KILN_RETURN_IF_ERROR(finish());

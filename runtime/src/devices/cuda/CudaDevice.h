@@ -59,6 +59,9 @@ public:
   Result syncToHost(uint32_t id) override;
   Result handOut(uint32_t id) override;
   std::string describeOp(size_t entry, size_t op) const override;
+  Result joinRanks(const void *id, int rank, int world,
+                   double timeoutSeconds) override;
+  Result sumOverRanks(const std::vector<uint32_t> &ids) override;
 
 private:
   CudaDevice() = default;

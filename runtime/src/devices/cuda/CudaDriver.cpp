@@ -103,6 +103,7 @@ std::unique_ptr<Driver> Driver::load(std::string &error) {
   take("cuEventDestroy", api.cuEventDestroy);
   take("cuEventRecord", api.cuEventRecord);
   take("cuEventSynchronize", api.cuEventSynchronize);
+  take("cuEventQuery", api.cuEventQuery);
   take("cuEventElapsedTime", api.cuEventElapsedTime);
   take("cuStreamBeginCapture", api.cuStreamBeginCapture);
   take("cuStreamEndCapture", api.cuStreamEndCapture);

@@ -95,6 +95,7 @@ struct DriverApi {
   CUresult (*cuEventDestroy)(CUevent event) = nullptr;
   CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
   CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+  CUresult (*cuEventQuery)(CUevent event) = nullptr;
   CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start,
                                  CUevent end) = nullptr;
   // CUDA Graphs, captured from a stream.

@@ -63,6 +63,7 @@ Executor::~Executor() {
     return;
   // Nothing is freed under queued work.
   context_->synchronize();
+  ranks_.reset();
   for (EntryGraph &graph : graphs_)
     if (graph.exec)
       context_->destroyGraphExec(graph.exec);
@@ -522,4 +523,28 @@ Result Executor::timeOp(size_t entry, size_t index,
 Result Executor::synchronize() const {
   std::string failed = context_->synchronize();
   return failed.empty() ? Result::ok() : deviceError(failed);
+}
+
+Result Executor::joinRanks(const void *id, int rank, int world,
+                           double timeoutSeconds) {
+  if (ranks_)
+    return invalidArgument("the session already joined its ranks");
+  return NcclRanks::join(*driver_, *context_, id, rank, world, timeoutSeconds,
+                         ranks_);
+}
+
+Result Executor::sumOverRanks(const std::vector<uint32_t> &ids) {
+  if (!ranks_)
+    return invalidArgument("the session joined no ranks "
+                           "(kiln_session_join_nccl)");
+  const std::vector<runtime::BufferInfo> &buffers = artifact_->getBuffers();
+  std::vector<std::pair<CUdeviceptr, size_t>> floats;
+  for (uint32_t id : ids) {
+    if (buffers[id].dtype != plan::DType::F32)
+      return invalidArgument("cannot sum '" + buffers[id].name +
+                             "' over the ranks: it is not f32");
+    floats.emplace_back(pointer(id),
+                        static_cast<size_t>(buffers[id].numElements));
+  }
+  return ranks_->sumFloats(floats);
 }

@@ -29,6 +29,7 @@
 #include "Artifact.h"
 #include "CublasLt.h"
 #include "CudaContext.h"
+#include "Nccl.h"
 #include "Result.h"
 
 #include <memory>
@@ -73,6 +74,11 @@ public:
   Result timeOp(size_t entry, size_t index, double &milliseconds) const;
   /// Waits for the work queued so far.
   Result synchronize() const;
+  /// Joins the data-parallel ranks NCCL's unique `id` names (NcclRanks).
+  Result joinRanks(const void *id, int rank, int world, double timeoutSeconds);
+  /// Sums f32 buffers `ids` over the joined ranks in place, after the work
+  /// queued so far; returns once done.
+  Result sumOverRanks(const std::vector<uint32_t> &ids);
   /// What op `index` of entry `entry` runs on the GPU: a kernel's grid and
   /// block, a GEMM's cuBLASLt problem and algorithm.
   std::string describeDeviceOp(size_t entry, size_t index) const;
@@ -109,6 +115,8 @@ private:
   CUevent start_ = nullptr, end_ = nullptr;
   bool deterministic_ = false;
   std::string description_;
+  /// The data-parallel ranks, once joined.
+  std::unique_ptr<NcclRanks> ranks_;
 };
 
 } // namespace cuda
