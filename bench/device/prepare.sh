@@ -36,9 +36,10 @@ mkdir -p "$bundle/src/generated/kiln" "$bundle/src/include" "$bundle/src/fakes" 
 cp -r "$root/runtime" "$bundle/src/runtime"
 cp "$header" "$bundle/src/generated/kiln/"
 cp -r "$flatbuffers" "$bundle/src/include/flatbuffers"
-cp "$root/bench/device/step_runner.c" "$bundle/src/"
+cp "$root/bench/device/step_runner.c" "$root/bench/device/nccl_check.c" "$bundle/src/"
 cp "$root/test/unit/fakes/FakeLibcuda.c" "$root/test/unit/fakes/FakeStreams.c" \
    "$root/test/unit/fakes/FakeStreams.h" "$root/test/unit/fakes/FakeCublasLt.cpp" \
+   "$root/test/unit/fakes/FakeNccl.c" \
   "$bundle/src/fakes/"
 cp "$root/bench/device/run.sh" "$bundle/run.sh"
 cp "$root/bench/device/torch_peer.py" "$bundle/"

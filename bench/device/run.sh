@@ -15,7 +15,9 @@
 #      against the GPU emulator's run here: losses within 1e-4 (relative) on
 #      a GPU (libdevice and FMA round differently from the host), bit for
 #      bit with --dry-run; compute-sanitizer's memcheck over the MLP where
-#      it is installed.                              OUTDIR/stage2-*.json, .txt
+#      it is installed; a one-GPU NCCL group summing the MLP's parameters
+#      through the runtime (nccl_check.c; skipped, saying so, without
+#      NCCL).                                        OUTDIR/stage2-*.json, .txt
 #   3. at size: examples/gpt.kiln (KILN_GPT_STEPS, default 200 steps) and
 #      GPT-2 small at batch 8, T 1024, f32 (KILN_GPT2_STEPS, default 50) on
 #      the fixed synthetic batch: median step, tokens/s, MFU (6 N + 12 L T D
@@ -64,6 +66,8 @@ fi
 lib="$out/build/lib"
 cc -std=c11 -O2 -I "$src/runtime/include" "$src/step_runner.c" -o "$out/step_runner" \
   -L "$lib" -lkiln_runtime -lm -Wl,-rpath,"$lib" >> "$out/stage1-build.txt" 2>&1
+cc -std=c11 -O2 -I "$src/runtime/include" "$src/nccl_check.c" -o "$out/nccl_check" \
+  -L "$lib" -lkiln_runtime -Wl,-rpath,"$lib" >> "$out/stage1-build.txt" 2>&1
 if [ "$dry" = 1 ]; then
   cc -shared -fPIC -O2 -fvisibility=hidden "$src/fakes/FakeLibcuda.c" \
     "$src/fakes/FakeStreams.c" -o "$out/libfake_libcuda.so" -ldl
@@ -130,6 +134,28 @@ if [ "$dry" = 0 ] && command -v compute-sanitizer > /dev/null; then
     { log "stage 2: memcheck FAILED (stage2-memcheck.txt)"; failed=1; }
 fi
 log "stage 2: $([ "$failed" = 0 ] && echo done || echo FAILED)"
+
+# --- 2b. a one-GPU NCCL group -------------------------------------------------
+# The data-parallel all-reduce's path (kiln_session_join_nccl and
+# kiln_session_sum_over_ranks) on one GPU: NCCL from the machine
+# (libnccl.so.2, or KILN_LIBNCCL), or the fake NCCL in a dry run.
+if [ "$dry" = 1 ]; then
+  if command -v mpicc > /dev/null; then
+    mpicc -shared -fPIC -O2 -fvisibility=hidden "$src/fakes/FakeNccl.c" \
+      -o "$out/libfake_nccl.so" -ldl && export KILN_LIBNCCL="$out/libfake_nccl.so"
+  else
+    export KILN_LIBNCCL=/nonexistent/no-mpicc-for-the-fake-nccl
+  fi
+fi
+status=0
+"$out/nccl_check" "$bundle/artifacts/mlp.kiln.d" "$out/stage2-nccl.json" \
+  2> "$out/stage2-nccl.err" || status=$?
+case "$status" in
+  0) log "stage 2: one-GPU NCCL group ok: $(cat "$out/stage2-nccl.json")" ;;
+  3) log "stage 2: NCCL skipped: $(head -c 400 "$out/stage2-nccl.err")" ;;
+  *) log "stage 2: one-GPU NCCL group FAILED (exit $status): $(head -c 400 "$out/stage2-nccl.err")"
+     failed=1 ;;
+esac
 
 # --- 3. the models at size ----------------------------------------------------
 gpt_steps="${KILN_GPT_STEPS:-200}"

@@ -351,7 +351,8 @@ KILN_API kiln_status kiln_session_set_data_parallel(kiln_session *session,
  * KILN_LIBNCCL, else libnccl.so.2). Rank 0 makes a group's unique id with
  * kiln_nccl_unique_id and hands it to the other ranks (over MPI, say); each
  * rank, made rank r of N with kiln_session_set_data_parallel, joins with
- * kiln_session_join_nccl on its own GPU (its session's device_index).
+ * kiln_session_join_nccl on its own GPU (its session's device_index); a
+ * group of one (rank 0 of 1, the default) is allowed.
  * KILN_ERROR_UNSUPPORTED on the cpu devices, whose buffers the caller sums
  * through kiln_session_buffer_data. */
 #define KILN_NCCL_UNIQUE_ID_BYTES 128

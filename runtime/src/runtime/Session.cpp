@@ -57,9 +57,7 @@ Result Session::makeNcclUniqueId(void *id, std::string &description) {
 }
 
 Result Session::joinRanks(const void *id, double timeoutSeconds) {
-  if (world_ < 2)
-    return invalidArgument("the session is rank 0 of 1: make it one of "
-                           "several (kiln_session_set_data_parallel) first");
+  // A group of one is NCCL's too (its sums are the values themselves).
   return device_->joinRanks(id, static_cast<int>(rank_),
                             static_cast<int>(world_), timeoutSeconds);
 }

@@ -9,7 +9,8 @@
  * ncclGetUniqueId makes an id from the process and the time; each
  * ncclCommInitRankConfig checks, over MPI_COMM_WORLD, that every rank was
  * given the same id, that the ranks are MPI's and the world its size, and
- * duplicates MPI_COMM_WORLD for the communicator. A non-blocking
+ * duplicates MPI_COMM_WORLD for the communicator. A group of one needs no
+ * MPI (bench/device/run.sh's dry run): its sums are the values. A non-blocking
  * communicator (config blocking = 0) answers ncclInProgress from init and
  * from its first ncclCommGetAsyncError, as NCCL's may. ncclAllReduce (f32
  * sums) is stream work of the fake driver: when the stream reaches it, it
@@ -148,6 +149,15 @@ FAKE_API ncclResult_t ncclCommInitRankConfig(struct Comm **out, int world,
         config ? config->blocking : -1);
   int initialized = 0;
   MPI_Initialized(&initialized);
+  if (!initialized && world == 1 && rank == 0) {
+    struct Comm *comm = calloc(1, sizeof *comm);
+    comm->mpi = MPI_COMM_NULL;
+    comm->world = 1;
+    comm->state = config && config->blocking == 0 ? ncclInProgress
+                                                  : ncclSuccess;
+    *out = comm;
+    return comm->state;
+  }
   if (!initialized)
     return failWith(ncclInvalidUsage,
                     "the fake NCCL runs over MPI, which this process has "
@@ -214,7 +224,8 @@ FAKE_API ncclResult_t ncclCommDestroy(struct Comm *comm) {
   trace("ncclCommDestroy");
   if (!comm)
     return ncclSuccess;
-  MPI_Comm_free(&comm->mpi);
+  if (comm->mpi != MPI_COMM_NULL)
+    MPI_Comm_free(&comm->mpi);
   free(comm);
   return ncclSuccess;
 }
@@ -246,6 +257,8 @@ static void startReduction(const void *payload) {
   }
   if (work->index == envInt("KILN_FAKE_NCCL_HANG_AT"))
     return;
+  if (comm->mpi == MPI_COMM_NULL)
+    return; /* a group of one without MPI: nothing to exchange */
   MPI_Iallreduce(MPI_IN_PLACE, work->data, (int)work->count, MPI_FLOAT, MPI_SUM,
                  comm->mpi, work->request);
 }
@@ -256,10 +269,11 @@ static int pollReduction(const void *payload) {
   /* An aborted communicator's work ends (its request is left to MPI). */
   if (comm->aborted || comm->state == ncclRemoteError)
     return 1;
-  if (*work->request == MPI_REQUEST_NULL)
-    return 0; /* a hang that was asked for */
-  int done = 0;
-  MPI_Test(work->request, &done, MPI_STATUS_IGNORE);
+  if (work->index == envInt("KILN_FAKE_NCCL_HANG_AT"))
+    return 0; /* until aborted */
+  int done = 1; /* a group of one without MPI */
+  if (comm->mpi != MPI_COMM_NULL)
+    MPI_Test(work->request, &done, MPI_STATUS_IGNORE);
   if (done) {
     free(work->request);
     --comm->inFlight;
