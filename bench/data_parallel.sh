@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Data-parallel training on this machine: the GPT example's step on 2 ranks
 # of 1 thread (mpirun -np 2 kiln train --threads 1) against one process of
-# 2 threads, the same global batch and steps.
+# 2 threads, the same global batch and steps; and the 2 ranks with their
+# gradient sums during the backward (the default) against after it
+# (--no-overlap).
 #
 #   bench/data_parallel.sh [ROUNDS]
 #
-# Runs from a built tree (build/bin/kiln, with MPI) and alternates the two
-# (one process, 2 ranks, one process, ...) for ROUNDS rounds (default 5):
-# each run trains STEPS steps; its median step time after SKIP warm-up
-# steps is read from rank 0's --metrics. Prints each round's pair and the
-# median of the per-round ratios (2 ranks / 1 process; < 1: the ranks are
-# faster). Holds the build lock (/tmp/kiln-build.lock) like the other
-# benchmarks. About 3 minutes on 2 cores.
+# Runs from a built tree (build/bin/kiln, with MPI) and alternates the
+# three (one process, 2 ranks, 2 ranks --no-overlap, one process, ...) for
+# ROUNDS rounds (default 5): each run trains STEPS steps; its median step
+# time after SKIP warm-up steps is read from rank 0's --metrics. Prints
+# each round and the medians of the per-round ratios (2 ranks / 1 process;
+# overlapped / --no-overlap; < 1: the first is faster). Holds the build
+# lock (/tmp/kiln-build.lock) like the other benchmarks. About 5 minutes on
+# 2 cores.
 
 set -euo pipefail
 
@@ -46,20 +49,27 @@ PY
 mpirun --oversubscribe -np 2 "$KILN" train "$MODEL" --steps "$STEPS" --threads 1 --quiet --tokens "$TOKENS" >/dev/null
 
 ratios=()
+overlaps=()
 for round in $(seq 1 "$ROUNDS"); do
-  rm -f "$OUT/one.jsonl" "$OUT/two.jsonl"
+  rm -f "$OUT/one.jsonl" "$OUT/two.jsonl" "$OUT/after.jsonl"
   "$KILN" train "$MODEL" --steps "$STEPS" --threads 2 --quiet --tokens "$TOKENS" --metrics "$OUT/one.jsonl" >/dev/null
   mpirun --oversubscribe -np 2 "$KILN" train "$MODEL" --steps "$STEPS" --threads 1 --quiet --tokens "$TOKENS" --metrics "$OUT/two.jsonl" >/dev/null
+  mpirun --oversubscribe -np 2 "$KILN" train "$MODEL" --steps "$STEPS" --threads 1 --quiet --no-overlap --tokens "$TOKENS" --metrics "$OUT/after.jsonl" >/dev/null
   one=$(median_step "$OUT/one.jsonl")
   two=$(median_step "$OUT/two.jsonl")
+  after=$(median_step "$OUT/after.jsonl")
   ratio=$(python3 -c "print($two / $one)")
+  overlap=$(python3 -c "print($two / $after)")
   ratios+=("$ratio")
-  printf 'round %d: 1 process x 2 threads %.1f ms/step, 2 ranks x 1 thread %.1f ms/step, ratio %.3f\n' \
-    "$round" "$one" "$two" "$ratio"
+  overlaps+=("$overlap")
+  printf 'round %d: 1 process x 2 threads %.1f ms/step, 2 ranks x 1 thread %.1f ms/step (--no-overlap %.1f), ratios %.3f, %.3f\n' \
+    "$round" "$one" "$two" "$after" "$ratio" "$overlap"
 done
-python3 - "${ratios[@]}" <<'PY'
+python3 - "${ratios[*]}" "${overlaps[*]}" <<'PY'
 import statistics, sys
-r = sorted(float(x) for x in sys.argv[1:])
-print('median ratio (2 ranks / 1 process) over %d rounds: %.3f (min %.3f, max %.3f)'
-      % (len(r), statistics.median(r), r[0], r[-1]))
+for name, values in (('2 ranks / 1 process', sys.argv[1]),
+                     ('2 ranks overlapped / --no-overlap', sys.argv[2])):
+    r = sorted(float(x) for x in values.split())
+    print('median ratio (%s) over %d rounds: %.3f (min %.3f, max %.3f)'
+          % (name, len(r), statistics.median(r), r[0], r[-1]))
 PY

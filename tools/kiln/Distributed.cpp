@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -119,7 +120,7 @@ Expected<Communicator> Communicator::join() {
 Communicator::Communicator(Communicator &&other) noexcept
     : rank_(other.rank_), localRank_(other.localRank_), world_(other.world_),
       joined_(other.joined_), timeoutSeconds_(other.timeoutSeconds_),
-      step_(other.step_) {
+      step_(other.step_), pending_(std::move(other.pending_)) {
   other.joined_ = false;
 }
 
@@ -183,33 +184,102 @@ Error Communicator::heartbeat(int64_t step) {
       rank_, silent, step, timeoutSeconds_));
 }
 
+#ifdef KILN_HAVE_MPI
+/// Posts the in-place sum of `count` values as MPI_Iallreduce calls (MPI
+/// counts are ints: large buffers go in pieces), adding their requests.
+static Error postSum(void *values, size_t count, size_t elementBytes,
+                     MPI_Datatype datatype,
+                     std::vector<MPI_Request> &requests) {
+  constexpr size_t kPiece = size_t(1) << 30;
+  auto *bytes = static_cast<char *>(values);
+  for (size_t done = 0; done < count; done += kPiece) {
+    int n = static_cast<int>(std::min(kPiece, count - done));
+    requests.emplace_back();
+    if (int code =
+            MPI_Iallreduce(MPI_IN_PLACE, bytes + done * elementBytes, n,
+                           datatype, MPI_SUM, MPI_COMM_WORLD, &requests.back());
+        code != MPI_SUCCESS)
+      return mpiError("MPI_Iallreduce", code);
+  }
+  return Error::success();
+}
+#endif
+
+Error Communicator::timedOut(const char *what) {
+  std::string silent = exchange(kProbeTag);
+  return createStringError(
+      formatv("rank {0}: {1} of step {2} did not finish within {3} s "
+              "(--collective-timeout); {4}; ending every rank",
+              rank_, what, step_, timeoutSeconds_,
+              silent.empty() ? std::string("every rank still answers")
+                             : "rank(s) " + silent + " no longer answer"));
+}
+
 Error Communicator::sum(void *values, size_t count, size_t elementBytes,
                         const void *type) {
   if (world_ == 1 || count == 0)
     return Error::success();
 #ifdef KILN_HAVE_MPI
-  MPI_Datatype datatype = *static_cast<const MPI_Datatype *>(type);
-  // MPI counts are ints: large buffers go in pieces.
-  constexpr size_t kPiece = size_t(1) << 30;
-  auto *bytes = static_cast<char *>(values);
-  for (size_t done = 0; done < count; done += kPiece) {
-    int n = static_cast<int>(std::min(kPiece, count - done));
-    std::vector<MPI_Request> request(1);
-    if (int code =
-            MPI_Iallreduce(MPI_IN_PLACE, bytes + done * elementBytes, n,
-                           datatype, MPI_SUM, MPI_COMM_WORLD, &request[0]);
-        code != MPI_SUCCESS)
-      return mpiError("MPI_Iallreduce", code);
-    if (!waitWithin(request, timeoutSeconds_)) {
-      std::string silent = exchange(kProbeTag);
-      return createStringError(formatv(
-          "rank {0}: the all-reduce of step {1} did not finish within {2} s "
-          "(--collective-timeout); {3}; ending every rank",
-          rank_, step_, timeoutSeconds_,
-          silent.empty() ? std::string("every rank still answers")
-                         : "rank(s) " + silent + " no longer answer"));
+  std::vector<MPI_Request> requests;
+  if (Error error = postSum(values, count, elementBytes,
+                            *static_cast<const MPI_Datatype *>(type), requests))
+    return error;
+  if (!waitWithin(requests, timeoutSeconds_))
+    return timedOut("the all-reduce");
+#endif
+  return Error::success();
+}
+
+#ifdef KILN_HAVE_MPI
+struct Communicator::PendingSums {
+  /// Each started bucket's requests, by bucket number.
+  std::map<uint32_t, std::vector<MPI_Request>> buckets;
+};
+#else
+struct Communicator::PendingSums {};
+#endif
+
+Error Communicator::startSum(uint32_t bucket, float *const *data,
+                             const size_t *counts, size_t count) {
+  if (world_ == 1)
+    return Error::success();
+#ifdef KILN_HAVE_MPI
+  if (!pending_)
+    pending_ = std::make_shared<PendingSums>();
+  std::vector<MPI_Request> &requests = pending_->buckets[bucket];
+  for (size_t i = 0; i < count; ++i)
+    if (Error error =
+            postSum(data[i], counts[i], sizeof(float), MPI_FLOAT, requests))
+      return error;
+#endif
+  return Error::success();
+}
+
+Error Communicator::progress() {
+#ifdef KILN_HAVE_MPI
+  // Open MPI moves a non-blocking collective on only inside MPI calls.
+  if (pending_)
+    for (auto &[bucket, requests] : pending_->buckets) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                  MPI_STATUSES_IGNORE);
     }
-  }
+#endif
+  return Error::success();
+}
+
+Error Communicator::waitSum(uint32_t bucket) {
+#ifdef KILN_HAVE_MPI
+  if (!pending_)
+    return Error::success();
+  auto found = pending_->buckets.find(bucket);
+  if (found == pending_->buckets.end())
+    return Error::success();
+  std::vector<MPI_Request> requests = std::move(found->second);
+  pending_->buckets.erase(found);
+  if (!waitWithin(requests, timeoutSeconds_))
+    return timedOut(
+        formatv("the gradient all-reduce (bucket {0})", bucket).str().c_str());
 #endif
   return Error::success();
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace kiln::cli {
@@ -51,6 +52,14 @@ public:
   /// longer answer a probe are named.
   /// T: float or double.
   template <typename T> llvm::Error sumInPlace(T *values, size_t count);
+  /// Sums in pieces that overlap the caller's work: starts summing `count`
+  /// f32 buffers (`data[i]`, `counts[i]` values) in place as `bucket`,
+  /// lets every started bucket progress, and waits for one (within the
+  /// timeout, naming the ranks that no longer answer past it).
+  llvm::Error startSum(uint32_t bucket, float *const *data,
+                       const size_t *counts, size_t count);
+  llvm::Error progress();
+  llvm::Error waitSum(uint32_t bucket);
   /// Rank 0's `count` bytes into every rank's `bytes`, within the timeout.
   llvm::Error broadcast(void *bytes, size_t count);
   /// Waits until every rank has called it.
@@ -75,6 +84,8 @@ private:
   /// Sums in place; `type` is an MPI_Datatype.
   llvm::Error sum(void *values, size_t count, size_t elementBytes,
                   const void *type);
+  /// The error of a collective that did not finish within the timeout.
+  llvm::Error timedOut(const char *what);
 
   int rank_ = 0;
   int localRank_ = 0;
@@ -83,6 +94,9 @@ private:
   double timeoutSeconds_ = 0;
   /// The step of the last heartbeat, for messages.
   int64_t step_ = 0;
+  /// The buckets started and not yet waited for (MPI requests).
+  struct PendingSums;
+  std::shared_ptr<PendingSums> pending_;
 };
 
 } // namespace kiln::cli

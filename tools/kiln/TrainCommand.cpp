@@ -8,9 +8,10 @@
 
 #include "Commands.h"
 #include "Distributed.h"
-#include "TrainProgress.h"
+#include "GradientSums.h"
 #include "StopSignals.h"
 #include "TrainArtifact.h"
+#include "TrainProgress.h"
 #include "TrainSession.h"
 
 #include "kiln/ByteSize.h"
@@ -166,6 +167,17 @@ static cl::opt<double> collectiveTimeout(
              "step before it names those that did not answer and ends every "
              "rank (0: wait forever; default 600)"),
     cl::init(600.0), TRAIN_OPTION);
+static cl::opt<std::string> bucketSize(
+    "bucket-size",
+    cl::desc("Data-parallel runs on the cpu devices: the gradient sums start "
+             "during the backward, in buckets of at least this many bytes "
+             "(1MiB, 256KiB, ...; default 1MiB)"),
+    cl::init("1MiB"), TRAIN_OPTION);
+static cl::opt<bool> noOverlap(
+    "no-overlap",
+    cl::desc("Data-parallel runs on the cpu devices: sum the gradients after "
+             "the backward instead of during it"),
+    TRAIN_OPTION);
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the summary"),
                            TRAIN_OPTION);
 
@@ -284,6 +296,20 @@ static int train(Communicator &ranks) {
     return fail("--collective-timeout applies to data-parallel runs (mpirun "
                 "-np N kiln train ...); this process is the only rank");
   ranks.setTimeout(collectiveTimeout);
+  for (cl::Option *option : {static_cast<cl::Option *>(&bucketSize),
+                             static_cast<cl::Option *>(&noOverlap)})
+    if (option->getNumOccurrences() && !parallel)
+      return fail("--" + option->ArgStr +
+                  " applies to data-parallel runs (mpirun -np N kiln train "
+                  "...); this process is the only rank");
+    else if (option->getNumOccurrences() && device == "cuda")
+      return fail("--" + option->ArgStr +
+                  " has no effect on --device cuda, whose gradients NCCL "
+                  "sums after the backward");
+  std::string bucketError;
+  std::optional<int64_t> bucketBytes = parseByteSize(bucketSize, &bucketError);
+  if (!bucketBytes)
+    return fail("--bucket-size: " + bucketError);
   if (!leader) {
     saveFile.setValue("");
     metricsFile.setValue("");
@@ -523,6 +549,9 @@ static int train(Communicator &ranks) {
   int64_t skippedSteps = 0;
   // From here a signal stops the run after its step, saved (StopSignals.h).
   StopSignalScope stopSignals;
+  GradientSums gradientSums(ranks, session,
+                            parallel && device != "cuda" && !noOverlap,
+                            uint64_t(*bucketBytes));
   for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     std::optional<double> loss;
@@ -539,9 +568,12 @@ static int train(Communicator &ranks) {
       }
       prefetched = false;
       const char *entry = accumulating ? "accumulate_step" : "train_step";
+      bool lastMicro = micro + 1 == microBatches;
+      if (parallel && lastMicro)
+        if (Error error = gradientSums.beforeLastMicroBatch(step))
+          return fail(std::move(error));
       if (Error error = session.run(entry))
         return fail(std::move(error));
-      bool lastMicro = micro + 1 == microBatches;
       if (!lastMicro || (step < lastStep && !evaluatesAfter))
         if (Error error = prefetch())
           return fail(std::move(error));
@@ -551,9 +583,7 @@ static int train(Communicator &ranks) {
       lossSum += loss.value_or(NAN);
     }
     if (parallel) {
-      if (Error error = ranks.heartbeat(step))
-        return fail(std::move(error));
-      if (Error error = session.sumGradients(ranks))
+      if (Error error = gradientSums.afterMicroBatches(step))
         return fail(std::move(error));
       // The step's loss: the mean over every rank's micro-batches.
       if (Error error = ranks.sumInPlace(&lossSum, 1))
@@ -626,6 +656,12 @@ static int train(Communicator &ranks) {
     }
   }
 
+  // The overlap's figures take every rank (a standalone all-reduce).
+  std::string overlapReport;
+  raw_string_ostream overlapStream(overlapReport);
+  if (profile)
+    if (Error error = gradientSums.report(overlapStream))
+      return fail(std::move(error));
   if (!leader)
     return 0;
   double seconds = std::chrono::duration<double>(
@@ -642,7 +678,9 @@ static int train(Communicator &ranks) {
         shortNumber(session.readScalar("loss_scale").value_or(NAN)));
   if (!saveFile.empty())
     outs() << "checkpoint: " << saveFile << "\n";
-  if (profile)
+  if (profile) {
     session.printProfile(outs(), /*limit=*/25);
+    outs() << overlapReport;
+  }
   return 0;
 }

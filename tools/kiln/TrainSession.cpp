@@ -279,6 +279,45 @@ Error TrainSession::sumGradients(Communicator &communicator) {
   return Error::success();
 }
 
+const char *TrainSession::reportCollective(void *user, Error error) {
+  auto *session = static_cast<TrainSession *>(user);
+  if (!error)
+    return nullptr;
+  session->collectiveError = toString(std::move(error));
+  return session->collectiveError.c_str();
+}
+
+Error TrainSession::overlapGradientSums(Communicator &communicator,
+                                        uint64_t bucketBytes) {
+  overlapping = &communicator;
+  kiln_collectives collectives;
+  collectives.user = this;
+  collectives.start = [](void *user, uint32_t bucket, float *const *data,
+                         const size_t *counts, size_t count) {
+    auto *self = static_cast<TrainSession *>(user);
+    return reportCollective(
+        user, self->overlapping->startSum(bucket, data, counts, count));
+  };
+  collectives.progress = [](void *user) {
+    auto *self = static_cast<TrainSession *>(user);
+    return reportCollective(user, self->overlapping->progress());
+  };
+  collectives.wait = [](void *user, uint32_t bucket) {
+    auto *self = static_cast<TrainSession *>(user);
+    return reportCollective(user, self->overlapping->waitSum(bucket));
+  };
+  if (kiln_session_overlap_gradient_sums(session, &collectives, bucketBytes) !=
+      KILN_OK)
+    return lastError("cannot sum the gradients during the backward");
+  return Error::success();
+}
+
+kiln_overlap_stats TrainSession::overlapStats() const {
+  kiln_overlap_stats stats = {};
+  kiln_session_overlap_stats(session, &stats);
+  return stats;
+}
+
 Error TrainSession::bind(const data::Batch &batch) {
   for (size_t i = 0; i < batch.names.size(); ++i) {
     npy::Array rankSlice;

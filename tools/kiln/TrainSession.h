@@ -82,6 +82,13 @@ public:
   /// Sums the gradient accumulators (`*.grad_acc`) over the ranks, in
   /// place, after a step's accumulate_step runs and before apply_step.
   llvm::Error sumGradients(Communicator &communicator);
+  /// Instead, the next accumulate_step (a step's last micro-batch) sums
+  /// them while its backward runs, in buckets of `bucketBytes`, through
+  /// `communicator` (the cpu devices; kiln_session_overlap_gradient_sums).
+  llvm::Error overlapGradientSums(Communicator &communicator,
+                                  uint64_t bucketBytes);
+  /// The last overlapped run's buckets and times.
+  kiln_overlap_stats overlapStats() const;
   /// Runs an entry point.
   /// Queues `entry` (on cuda it may still run when this returns).
   llvm::Error run(const char *entry);
@@ -130,6 +137,12 @@ private:
   std::vector<PlanInput> planInputs;
   int rank = 0, world = 1;
   std::string collectives;
+  /// The communicator the armed run's collectives go through, and the
+  /// message of the last one that failed.
+  Communicator *overlapping = nullptr;
+  std::string collectiveError;
+  /// A kiln_collectives result: null, or `error`'s message, kept here.
+  static const char *reportCollective(void *user, llvm::Error error);
   /// The gradient accumulators a data-parallel step sums: name, f32 count.
   std::vector<std::pair<std::string, size_t>> accumulators;
   std::vector<std::string> entries;

@@ -347,6 +347,52 @@ KILN_API kiln_status kiln_session_set_step(kiln_session *session,
 KILN_API kiln_status kiln_session_set_data_parallel(kiln_session *session,
                                                     uint32_t rank,
                                                     uint32_t world);
+/** Data parallelism on the cpu devices: the caller's collectives (kiln
+ * train's are MPI's) sum the gradient accumulators during the backward.
+ * Each function returns null on success, else a message the runtime
+ * reports (KILN_ERROR_DEVICE). */
+typedef struct kiln_collectives {
+  void *user;
+  /** Starts summing `count` f32 buffers over the ranks, in place: buffer i
+   * at `data[i]`, `counts[i]` values. `bucket` numbers it in the run (0,
+   * 1, ...); every rank starts the same buckets in the same order. */
+  const char *(*start)(void *user, uint32_t bucket, float *const *data,
+                       const size_t *counts, size_t count);
+  /** Lets the started sums progress; called between the entry's ops. */
+  const char *(*progress)(void *user);
+  /** Returns once bucket `bucket`'s sums are done. */
+  const char *(*wait)(void *user, uint32_t bucket);
+} kiln_collectives;
+
+/** What the last armed run did (kiln_session_overlap_stats). */
+typedef struct kiln_overlap_stats {
+  /** Buckets and their bytes. */
+  uint32_t buckets;
+  uint64_t bytes;
+  /** The entry's ops, and the op after which the first bucket started
+   * (-1: before the first op). */
+  uint32_t ops;
+  int32_t first_start_op;
+  /** Time in start and progress, and blocked in wait at the run's end. */
+  uint64_t issue_ns, blocked_ns;
+} kiln_overlap_stats;
+
+/** Arms the session's next run of "accumulate_step" (a step's last
+ * micro-batch) to sum its gradient accumulators (`*.grad_acc`) over the
+ * ranks while the backward runs: in buckets of at least `bucket_bytes`
+ * (the last may hold less), in the order of the op that last touches
+ * each accumulator, each started through `collectives` right after that
+ * op and all waited for at the run's end. The schedule is the plan's: it
+ * is the same on every rank. `collectives` is copied; its `user` must
+ * live until that run returns. KILN_ERROR_UNSUPPORTED on "cuda" (its
+ * gradients are summed by kiln_session_sum_over_ranks). */
+KILN_API kiln_status kiln_session_overlap_gradient_sums(
+    kiln_session *session, const kiln_collectives *collectives,
+    uint64_t bucket_bytes);
+/** The last armed run's buckets and times; zeros before one ran. */
+KILN_API kiln_status kiln_session_overlap_stats(const kiln_session *session,
+                                                kiln_overlap_stats *stats);
+
 /** Data parallelism on the cuda device, through NCCL (loaded at run time:
  * KILN_LIBNCCL, else libnccl.so.2). Rank 0 makes a group's unique id with
  * kiln_nccl_unique_id and hands it to the other ranks (over MPI, say); each

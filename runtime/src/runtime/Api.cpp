@@ -472,6 +472,27 @@ kiln_status kiln_session_sum_over_ranks(kiln_session *session,
   });
 }
 
+kiln_status
+kiln_session_overlap_gradient_sums(kiln_session *session,
+                                   const kiln_collectives *collectives,
+                                   uint64_t bucket_bytes) {
+  return guarded("kiln_session_overlap_gradient_sums", session, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(collectives);
+    return session->session->armGradientOverlap(*collectives, bucket_bytes);
+  });
+}
+
+kiln_status kiln_session_overlap_stats(const kiln_session *session,
+                                       kiln_overlap_stats *stats) {
+  return guarded("kiln_session_overlap_stats", nullptr, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(stats);
+    *stats = session->session->getOverlapStats();
+    return Result::ok();
+  });
+}
+
 kiln_status kiln_session_get_seed(const kiln_session *session, uint64_t *seed) {
   return guarded("kiln_session_get_seed", nullptr, [&] {
     KILN_REQUIRE(session);

@@ -11,6 +11,7 @@ using namespace kiln::runtime;
 
 OpChecks::~OpChecks() = default;
 Device::~Device() = default;
+OpHook::~OpHook() = default;
 
 Result Device::joinRanks(const void *, int, int, double) {
   return Result::error(KILN_ERROR_UNSUPPORTED,

@@ -63,11 +63,20 @@ public:
                           const void *bytes) const = 0;
 };
 
+/// Called before the first op (with -1) and after each op of a run, where
+/// the device runs its ops on the host (Device::runsOpsOnHost).
+class OpHook {
+public:
+  virtual ~OpHook();
+  virtual Result afterOp(long op) = 0;
+};
+
 struct RunOptions {
   /// Check every floating-point buffer after each op that writes it.
   bool checkNumerics = false;
   /// Time each op into this profile (null: not profiling).
   EntryProfile *profile = nullptr;
+  OpHook *hook = nullptr;
 };
 
 class Device {
@@ -76,6 +85,9 @@ public:
   virtual const GemmInfo &getGemmInfo() const = 0;
   /// Host threads the ops run on (1 where a GPU runs them).
   virtual int getNumThreads() const = 0;
+  /// Whether the ops run on the host, one after another, in the session's
+  /// host buffers: then a run calls RunOptions::hook between them.
+  virtual bool runsOpsOnHost() const { return false; }
   /// Runs entry `entry` (the plan's order). Where the device runs
   /// asynchronously the run may still be in flight when it returns; the
   /// host copies and any failure are the device's after finish().

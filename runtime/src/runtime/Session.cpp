@@ -56,6 +56,28 @@ Result Session::makeNcclUniqueId(void *id, std::string &description) {
 #endif
 }
 
+Result Session::armGradientOverlap(const kiln_collectives &collectives,
+                                   uint64_t bucketBytes) {
+  if (!device_->runsOpsOnHost())
+    return Result::error(KILN_ERROR_UNSUPPORTED,
+                         "the gradient sums run between the ops on the cpu "
+                         "devices only; on cuda use "
+                         "kiln_session_sum_over_ranks");
+  if (!collectives.start || !collectives.progress || !collectives.wait)
+    return invalidArgument("the collectives need start, progress and wait");
+  auto found =
+      std::find(entryNames_.begin(), entryNames_.end(), "accumulate_step");
+  if (found == entryNames_.end())
+    return invalidArgument("the plan has no 'accumulate_step' (compile it "
+                           "for data parallelism or gradient accumulation)");
+  size_t entry = size_t(found - entryNames_.begin());
+  const auto *ops = artifact_->getPlan().entries()->Get(entry)->ops();
+  armedOverlap_ = std::make_unique<GradientOverlap>(
+      planGradientBuckets(*artifact_, entry, bucketBytes), collectives,
+      pointers_, ops ? ops->size() : 0);
+  return Result::ok();
+}
+
 Result Session::joinRanks(const void *id, double timeoutSeconds) {
   // A group of one is NCCL's too (its sums are the values themselves).
   return device_->joinRanks(id, static_cast<int>(rank_),
@@ -413,7 +435,15 @@ Result Session::run(const std::string &entryName) {
   RunOptions options;
   options.checkNumerics = checkNumerics_;
   options.profile = profiling_ ? &profiles_[index] : nullptr;
+  std::unique_ptr<GradientOverlap> overlap;
+  if (accumulating)
+    overlap = std::move(armedOverlap_);
+  options.hook = overlap.get();
   KILN_RETURN_IF_ERROR(device_->run(index, options, *checks_));
+  if (overlap) {
+    KILN_RETURN_IF_ERROR(overlap->finish());
+    overlapStats_ = overlap->getStats();
+  }
   if (accumulating)
     ++microBatches_;
   if (entryName == "train_step" || entryName == "apply_step") {

@@ -18,6 +18,7 @@
 #include "AlignedMemory.h"
 #include "Artifact.h"
 #include "Device.h"
+#include "GradientOverlap.h"
 
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,10 @@ public:
   Result joinRanks(const void *id, double timeoutSeconds);
   /// Sums persistent f32 buffers `names` over the ranks on the device.
   Result sumOverRanks(const std::vector<std::string> &names);
+  /// kiln_session_overlap_gradient_sums: arms the next accumulate_step.
+  Result armGradientOverlap(const kiln_collectives &collectives,
+                            uint64_t bucketBytes);
+  const kiln_overlap_stats &getOverlapStats() const { return overlapStats_; }
   /// kiln_nccl_unique_id: NCCL's id for a new group of ranks.
   static Result makeNcclUniqueId(void *id, std::string &description);
 
@@ -165,6 +170,10 @@ private:
   uint32_t rank_ = 0;
   uint32_t world_ = 1;
   uint64_t seed_ = 0;
+  /// The next accumulate_step's gradient sums, when armed; the last one's
+  /// figures.
+  std::unique_ptr<GradientOverlap> armedOverlap_;
+  kiln_overlap_stats overlapStats_ = {};
   bool checkNumerics_ = false;
   bool profiling_ = false;
   /// Under fp16 loss scaling (the plan outputs `skipped`), --check-numerics

@@ -348,6 +348,8 @@ Result CpuDevice::run(size_t index, const runtime::RunOptions &options,
                       const runtime::OpChecks &checks) {
   using Clock = std::chrono::steady_clock;
   std::vector<PreparedOp> &ops = entries_[index];
+  if (options.hook)
+    KILN_RETURN_IF_ERROR(options.hook->afterOp(-1));
   for (size_t i = 0; i < ops.size(); ++i) {
     const PreparedOp &op = ops[i];
     if (options.profile) {
@@ -366,6 +368,8 @@ Result CpuDevice::run(size_t index, const runtime::RunOptions &options,
     if (options.checkNumerics)
       for (uint32_t id : op.buffers.checked)
         KILN_RETURN_IF_ERROR(checks.numerics(index, i, id, pointers_[id]));
+    if (options.hook)
+      KILN_RETURN_IF_ERROR(options.hook->afterOp(long(i)));
   }
   return Result::ok();
 }

@@ -70,6 +70,7 @@ public:
 
   const runtime::GemmInfo &getGemmInfo() const override { return gemmInfo_; }
   int getNumThreads() const override { return pool_->size(); }
+  bool runsOpsOnHost() const override { return true; }
   Result run(size_t entry, const runtime::RunOptions &options,
              const runtime::OpChecks &checks) override;
   // The ops compute in the host buffers: nothing to wait for or copy.
