@@ -10,13 +10,14 @@
  * ncclCommInitRankConfig checks, over MPI_COMM_WORLD, that every rank was
  * given the same id, that the ranks are MPI's and the world its size, and
  * duplicates MPI_COMM_WORLD for the communicator. A group of one needs no
- * MPI (bench/device/run.sh's dry run): its sums are the values. A non-blocking
- * communicator (config blocking = 0) answers ncclInProgress from init and
- * from its first ncclCommGetAsyncError, as NCCL's may. ncclAllReduce (f32
- * sums) is stream work of the fake driver: when the stream reaches it, it
- * starts an MPI_Iallreduce that each poll tests, so a query of an event
- * after it is not ready until every rank took part, and an aborted
- * communicator (ncclCommAbort) lets it end. For fault tests:
+ * MPI (bench/device/run.sh's dry run): its sums are the values. A
+ * non-blocking communicator (config blocking = 0) answers ncclInProgress
+ * from init and from ncclGroupEnd, and then from its next
+ * ncclCommGetAsyncError, as NCCL's may. ncclAllReduce (f32 sums) is stream
+ * work of the fake driver: when the stream reaches it, it starts an
+ * MPI_Iallreduce that each poll tests, so a query of an event after it is
+ * not ready until every rank took part, and an aborted communicator
+ * (ncclCommAbort) lets it end. For fault tests:
  *
  *   KILN_FAKE_NCCL_ERROR_AT=K   the K-th all-reduce (1: the first) never
  *                               starts and the communicator's asynchronous
@@ -63,7 +64,7 @@ struct Config {
 
 struct Comm {
   MPI_Comm mpi;
-  int rank, world;
+  int rank, world, blocking;
   /* The asynchronous error: ncclInProgress until the first query of a
      non-blocking communicator, then ncclSuccess or a failure. */
   ncclResult_t state;
@@ -153,8 +154,8 @@ FAKE_API ncclResult_t ncclCommInitRankConfig(struct Comm **out, int world,
     struct Comm *comm = calloc(1, sizeof *comm);
     comm->mpi = MPI_COMM_NULL;
     comm->world = 1;
-    comm->state = config && config->blocking == 0 ? ncclInProgress
-                                                  : ncclSuccess;
+    comm->blocking = config && config->blocking != 0;
+    comm->state = comm->blocking ? ncclSuccess : ncclInProgress;
     *out = comm;
     return comm->state;
   }
@@ -185,7 +186,8 @@ FAKE_API ncclResult_t ncclCommInitRankConfig(struct Comm **out, int world,
   MPI_Comm_dup(MPI_COMM_WORLD, &comm->mpi);
   comm->rank = rank;
   comm->world = world;
-  comm->state = config->blocking == 0 ? ncclInProgress : ncclSuccess;
+  comm->blocking = config->blocking != 0;
+  comm->state = comm->blocking ? ncclSuccess : ncclInProgress;
   *out = comm;
   return comm->state;
 }
@@ -230,8 +232,29 @@ FAKE_API ncclResult_t ncclCommDestroy(struct Comm *comm) {
   return ncclSuccess;
 }
 
-FAKE_API ncclResult_t ncclGroupStart(void) { return ncclSuccess; }
-FAKE_API ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
+/* The communicator the open group queued work for. A non-blocking one
+   answers ncclInProgress from ncclGroupEnd, as NCCL's may while it still
+   queues the group's work, until its state is queried. */
+static struct Comm *groupComm;
+static int groupDepth;
+
+FAKE_API ncclResult_t ncclGroupStart(void) {
+  ++groupDepth;
+  return ncclSuccess;
+}
+
+FAKE_API ncclResult_t ncclGroupEnd(void) {
+  if (groupDepth == 0)
+    return failWith(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
+  struct Comm *comm = --groupDepth == 0 ? groupComm : 0;
+  if (groupDepth == 0)
+    groupComm = 0;
+  if (comm && !comm->blocking && comm->state == ncclSuccess) {
+    comm->state = ncclInProgress;
+    return ncclInProgress;
+  }
+  return ncclSuccess;
+}
 
 /* --- All-reduce as stream work of the fake driver ------------------------ */
 
@@ -301,6 +324,8 @@ FAKE_API ncclResult_t ncclAllReduce(const void *send, void *receive,
   if (!enqueue)
     return failWith(ncclInvalidUsage,
                     "the fake NCCL runs on the fake driver (KILN_LIBCUDA)");
+  if (groupDepth)
+    groupComm = comm;
   struct Reduction work = {comm, receive, count, ++comm->queued,
                            malloc(sizeof(MPI_Request))};
   *work.request = MPI_REQUEST_NULL;

@@ -249,12 +249,17 @@ Result NcclRanks::sumFloats(
     result = ended;
   if (result != kNcclSuccess && result != kNcclInProgress)
     return fail(nccl_->describeError("ncclAllReduce", result, comm_));
+  // A non-blocking communicator may still be queueing the group's work
+  // when ncclGroupEnd returns: the stream is NCCL's until its state says
+  // success.
+  std::string what =
+      "the all-reduce of " + std::to_string(bytes) + " gradient bytes";
+  if (result == kNcclInProgress)
+    KILN_RETURN_IF_ERROR(watch("queueing " + what, [] { return true; }));
   for (const std::string &failed :
        {context_.record(reduced_, stream_), context_.wait(compute, reduced_)})
     if (!failed.empty())
       return fail(failed);
-  std::string what =
-      "the all-reduce of " + std::to_string(bytes) + " gradient bytes";
   std::string queryError;
   Result watched = watch(what, [&] {
     CUresult state = cu.cuEventQuery(reduced_);
