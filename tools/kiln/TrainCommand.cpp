@@ -310,15 +310,19 @@ static int train(Communicator &ranks) {
                 "-np N kiln train ...); this process is the only rank");
   ranks.setTimeout(collectiveTimeout);
   for (cl::Option *option : {static_cast<cl::Option *>(&bucketSize),
-                             static_cast<cl::Option *>(&noOverlap)})
+                             static_cast<cl::Option *>(&noOverlap)}) {
     if (option->getNumOccurrences() && !parallel)
       return fail("--" + option->ArgStr +
                   " applies to data-parallel runs (mpirun -np N kiln train "
                   "...); this process is the only rank");
-    else if (option->getNumOccurrences() && device == "cuda")
+    if (option->getNumOccurrences() && device == "cuda")
       return fail("--" + option->ArgStr +
                   " has no effect on --device cuda, whose gradients NCCL "
                   "sums after the backward");
+  }
+  if (bucketSize.getNumOccurrences() && noOverlap)
+    return fail("--bucket-size has no effect with --no-overlap (the "
+                "gradients are summed whole after the backward)");
   std::string bucketError;
   std::optional<int64_t> bucketBytes = parseByteSize(bucketSize, &bucketError);
   if (!bucketBytes)
