@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -115,6 +116,13 @@ Expected<Communicator> Communicator::join() {
         "install Open MPI (libopenmpi-dev) and rebuild");
   return Communicator(0, 1, /*joined=*/false);
 #endif
+}
+
+int Communicator::gpu() const {
+  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible && *visible && !std::strchr(visible, ','))
+    return 0;
+  return localRank_;
 }
 
 Communicator::Communicator(Communicator &&other) noexcept

@@ -32,9 +32,11 @@ public:
   ~Communicator();
 
   int rank() const { return rank_; }
-  /// This rank's index among the ranks on its machine (0 for one rank):
-  /// the GPU it binds.
-  int localRank() const { return localRank_; }
+  /// The GPU this rank binds: the one CUDA_VISIBLE_DEVICES leaves it when
+  /// it names a single GPU (a launcher that gives each rank its own, as
+  /// `srun --gpus-per-task=1` does), else its index among the ranks on its
+  /// machine (0 for one rank).
+  int gpu() const;
   int world() const { return world_; }
   bool isLeader() const { return rank_ == 0; }
 

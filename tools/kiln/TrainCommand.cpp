@@ -29,8 +29,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 using namespace llvm;
 using namespace kiln;
@@ -204,17 +202,6 @@ static std::string checkpointMetadata(const data::DataPosition &position,
 
 static int train(Communicator &ranks);
 
-/// The GPU a data-parallel rank binds: the one CUDA_VISIBLE_DEVICES leaves
-/// it when it names a single GPU (a launcher that gives each rank its own,
-/// as `srun --gpus-per-task=1` does), else its index among the ranks on its
-/// machine.
-static int rankGpu(const Communicator &ranks) {
-  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (visible && *visible && !std::strchr(visible, ','))
-    return 0;
-  return ranks.localRank();
-}
-
 int kiln::cli::runTrain() {
   // The ranks of a data-parallel run (mpirun -np N kiln train ...): each
   // takes its slice of every batch; rank 0 alone prints, evaluates, writes
@@ -379,13 +366,13 @@ static int train(Communicator &ranks) {
 
   Expected<std::unique_ptr<TrainSession>> opened =
       TrainSession::open(std::move(artifact->opened), device, threads,
-                         deterministic, device == "cuda" ? rankGpu(ranks) : 0);
+                         deterministic, device == "cuda" ? ranks.gpu() : 0);
   if (!opened && parallel && device == "cuda")
     return fail(toString(opened.takeError()) +
                 formatv(" (rank {0} binds GPU {1}: its index among this "
                         "machine's ranks, or 0 when CUDA_VISIBLE_DEVICES "
                         "names one GPU)",
-                        ranks.rank(), rankGpu(ranks)));
+                        ranks.rank(), ranks.gpu()));
   if (!opened)
     return fail(opened.takeError());
   TrainSession &session = **opened;

@@ -24,6 +24,7 @@
 #include "Result.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct OpBuffers {
 };
 /// The buffers of `op` of `artifact`'s plan.
 OpBuffers listOpBuffers(const Artifact &artifact, const plan::Op &op);
+/// Calls `visit` with every buffer `op` reads or writes, and whether it
+/// may write it.
+void visitOpBuffers(const plan::Op &op,
+                    const std::function<void(uint32_t id, bool written)> &visit);
 
 /// Per-op calls and time of one entry, filled while profiling.
 struct EntryProfile {

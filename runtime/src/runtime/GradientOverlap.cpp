@@ -14,34 +14,6 @@ using namespace kiln;
 using namespace kiln::runtime;
 
 namespace {
-/// Calls `visit` with every buffer `op` reads or writes.
-template <typename Visit> void visitOpBuffers(const plan::Op &op, Visit visit) {
-  switch (op.call_type()) {
-  case plan::Call::KernelCall:
-    if (const auto *ids = op.call_as_KernelCall()->buffers())
-      for (uint32_t id : *ids)
-        visit(id);
-    return;
-  case plan::Call::GemmCall: {
-    const plan::GemmCall &call = *op.call_as_GemmCall();
-    for (int64_t id : {int64_t(call.a()), int64_t(call.b()), int64_t(call.c()),
-                       int64_t(call.bias()), int64_t(call.aux())})
-      if (id >= 0)
-        visit(uint32_t(id));
-    return;
-  }
-  case plan::Call::CopyCall:
-    visit(op.call_as_CopyCall()->source());
-    visit(op.call_as_CopyCall()->destination());
-    return;
-  case plan::Call::ZeroCall:
-    visit(op.call_as_ZeroCall()->buffer());
-    return;
-  default:
-    return;
-  }
-}
-
 bool isGradientAccumulator(const BufferInfo &buffer) {
   const std::string suffix = ".grad_acc";
   return buffer.dtype == plan::DType::F32 &&
@@ -66,7 +38,7 @@ runtime::planGradientBuckets(const Artifact &artifact, size_t entry,
   if (const auto *ops = planned.ops())
     for (size_t i = 0; i < ops->size(); ++i)
       visitOpBuffers(*ops->Get(i),
-                     [&](uint32_t id) { lastTouch[id] = long(i); });
+                     [&](uint32_t id, bool) { lastTouch[id] = long(i); });
   // The accumulators in the order their sums can start (ties by id).
   std::vector<uint32_t> order;
   for (uint32_t id = 0; id < buffers.size(); ++id)
