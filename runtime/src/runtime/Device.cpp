@@ -55,8 +55,7 @@ void runtime::visitOpBuffers(
       visit(uint32_t(call.bias()),
             call.epilogue() == plan::GemmEpilogue::BiasGrad);
     if (call.aux() >= 0)
-      visit(uint32_t(call.aux()),
-            call.epilogue() != plan::GemmEpilogue::DGelu);
+      visit(uint32_t(call.aux()), call.epilogue() != plan::GemmEpilogue::DGelu);
     return;
   }
   case plan::Call::CopyCall:

@@ -47,8 +47,9 @@ struct OpBuffers {
 OpBuffers listOpBuffers(const Artifact &artifact, const plan::Op &op);
 /// Calls `visit` with every buffer `op` reads or writes, and whether it
 /// may write it.
-void visitOpBuffers(const plan::Op &op,
-                    const std::function<void(uint32_t id, bool written)> &visit);
+void visitOpBuffers(
+    const plan::Op &op,
+    const std::function<void(uint32_t id, bool written)> &visit);
 
 /// Per-op calls and time of one entry, filled while profiling.
 struct EntryProfile {
