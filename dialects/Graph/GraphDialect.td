@@ -50,6 +50,11 @@ def Graph_Dialect : Dialect {
     /// On an argument of a training entry: optimizer state or a gradient
     /// accumulator (`wte.adam_m`, `optimizer.step`), zero-initialized.
     static constexpr ::llvm::StringLiteral kStateAttr = "graph.state";
+    /// On a state argument that holds one rank's part of a larger tensor
+    /// (ZeRO-1's optimizer state): `{offset = N, shape = array<i64: ...>}`,
+    /// the part being the 1-D run [offset, offset + its size) of that
+    /// shape's row-major elements. Checkpoints hold the whole tensor.
+    static constexpr ::llvm::StringLiteral kShardAttr = "graph.shard";
     /// On a result of a training entry: the new value of the parameter or
     /// state of that name.
     static constexpr ::llvm::StringLiteral kUpdateAttr = "graph.update";

@@ -50,6 +50,9 @@ def Kernel_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kNameAttr = "kernel.name";
     static constexpr ::llvm::StringLiteral kKindAttr = "kernel.kind";
     static constexpr ::llvm::StringLiteral kInitAttr = "kernel.init";
+    /// A state buffer that is one rank's part of a larger tensor: the
+    /// graph.shard dictionary ({offset, shape}).
+    static constexpr ::llvm::StringLiteral kShardAttr = "kernel.shard";
     /// On an entry's scheduled op: the graph op(s) it implements, as the
     /// plan's Op.name and the profile show them ("a+b" for a merged launch).
     static constexpr ::llvm::StringLiteral kOriginAttr = "kernel.origin";

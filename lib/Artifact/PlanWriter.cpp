@@ -120,11 +120,10 @@ public:
 
 private:
   /// Adds a buffer table; returns its id.
-  FailureOr<uint32_t> addBuffer(Operation *at, StringRef name,
-                                plan::BufferKind kind, MemRefType type,
-                                int64_t arenaOffset,
-                                DictionaryAttr init = nullptr,
-                                ElementsAttr data = nullptr);
+  FailureOr<uint32_t>
+  addBuffer(Operation *at, StringRef name, plan::BufferKind kind,
+            MemRefType type, int64_t arenaOffset, DictionaryAttr init = nullptr,
+            ElementsAttr data = nullptr, DictionaryAttr shard = nullptr);
   FailureOr<uint32_t> addEntryArgument(kernel::EntryOp entry, unsigned index);
   FailureOr<fb::Offset<plan::Entry>> buildEntry(kernel::EntryOp entry);
   FailureOr<fb::Offset<plan::Op>> buildOp(Operation *op);
@@ -147,7 +146,8 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *at, StringRef name,
                                            plan::BufferKind kind,
                                            MemRefType type, int64_t arenaOffset,
                                            DictionaryAttr init,
-                                           ElementsAttr data) {
+                                           ElementsAttr data,
+                                           DictionaryAttr shard) {
   std::optional<plan::DType> dtype = getPlanDType(type.getElementType());
   if (!dtype)
     return at->emitError() << "the plan has no element type for " << type;
@@ -188,6 +188,14 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *at, StringRef name,
     dataOffset = fbb.CreateVector(
         reinterpret_cast<const uint8_t *>(source.data()), source.size());
   }
+  // One rank's part of a larger tensor (graph.shard, verified there).
+  int64_t shardOffset = -1;
+  fb::Offset<fb::Vector<int64_t>> wholeShape;
+  if (shard) {
+    shardOffset = shard.getAs<IntegerAttr>("offset").getInt();
+    wholeShape = fbb.CreateVector(std::vector<int64_t>(
+        shard.getAs<DenseI64ArrayAttr>("shape").asArrayRef()));
+  }
   plan::BufferBuilder buffer(fbb);
   buffer.add_id(id);
   buffer.add_name(nameOffset);
@@ -202,6 +210,10 @@ FailureOr<uint32_t> PlanBuilder::addBuffer(Operation *at, StringRef name,
     buffer.add_data(dataOffset);
   if (splat)
     buffer.add_splat(true);
+  if (shard) {
+    buffer.add_shard_offset(shardOffset);
+    buffer.add_whole_shape(wholeShape);
+  }
   buffers.push_back(buffer.Finish());
   return id;
 }
@@ -222,8 +234,10 @@ FailureOr<uint32_t> PlanBuilder::addEntryArgument(kernel::EntryOp entry,
   }
   auto init = entry.getArgAttrOfType<DictionaryAttr>(
       index, kernel::KernelDialect::kInitAttr);
-  FailureOr<uint32_t> id =
-      addBuffer(entry, name, kind, type, /*arenaOffset=*/-1, init);
+  auto shard = entry.getArgAttrOfType<DictionaryAttr>(
+      index, kernel::KernelDialect::kShardAttr);
+  FailureOr<uint32_t> id = addBuffer(entry, name, kind, type,
+                                     /*arenaOffset=*/-1, init, nullptr, shard);
   if (succeeded(id))
     namedBuffers[key] = {*id, type};
   return id;

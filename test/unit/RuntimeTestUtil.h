@@ -59,6 +59,27 @@ public:
     return id;
   }
 
+  /// Adds 1-D f32 optimizer state `name` that holds the elements
+  /// [offset, offset + elements) of a tensor of `whole` (ZeRO-1's part).
+  uint32_t shardedState(const std::string &name, int64_t elements,
+                        int64_t offset, std::vector<int64_t> whole) {
+    auto nameOffset = fbb.CreateString(name);
+    auto shapeOffset = fbb.CreateVector(std::vector<int64_t>{elements});
+    auto wholeOffset = fbb.CreateVector(whole);
+    uint32_t id = static_cast<uint32_t>(buffers.size());
+    plan::BufferBuilder buffer(fbb);
+    buffer.add_id(id);
+    buffer.add_name(nameOffset);
+    buffer.add_kind(Kind::OptimizerState);
+    buffer.add_dtype(DType::F32);
+    buffer.add_shape(shapeOffset);
+    buffer.add_size_bytes(elements * 4);
+    buffer.add_shard_offset(offset);
+    buffer.add_whole_shape(wholeOffset);
+    buffers.push_back(buffer.Finish());
+    return id;
+  }
+
   flatbuffers::Offset<plan::Initializer> init(const char *kind, double stddev,
                                               double low = 0, double high = 0,
                                               double value = 0) {

@@ -100,6 +100,8 @@ static LogicalResult describeArgument(func::FuncOp function, unsigned index,
     name = state;
     if (Attribute init = function.getArgAttr(index, GraphDialect::kInitAttr))
       attrs.push_back(b.getNamedAttr(kernel::KernelDialect::kInitAttr, init));
+    if (Attribute shard = function.getArgAttr(index, GraphDialect::kShardAttr))
+      attrs.push_back(b.getNamedAttr(kernel::KernelDialect::kShardAttr, shard));
   } else {
     return function.emitError()
            << "argument " << index << " of @" << function.getSymName()

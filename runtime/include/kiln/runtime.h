@@ -435,10 +435,30 @@ KILN_API kiln_status kiln_session_get_seed(const kiln_session *session,
 KILN_API kiln_status kiln_session_save_checkpoint(kiln_session *session,
                                                   const char *path,
                                                   const char *user_metadata);
+/** How a checkpoint's sharded state (ZeRO-1: each rank holds a part of
+ * every optimizer state, the plan's Buffer.shard_offset) comes together.
+ * Every rank calls `gather` once per sharded buffer, in the plan's order,
+ * with its part (`bytes` at `part`); the writing rank receives every
+ * rank's part in rank order into `whole` (`whole_bytes`; null on the
+ * others). The parts, in rank order, are the tensor's row-major elements.
+ * Returns null on success, else a message. */
+typedef struct kiln_gather {
+  void *user;
+  const char *(*gather)(void *user, const void *part, size_t bytes, void *whole,
+                        size_t whole_bytes);
+} kiln_gather;
+/** kiln_session_save_checkpoint for a session whose plan holds sharded
+ * state: every rank calls it; the one with `writes` set writes the whole
+ * checkpoint (the same file a one-process run writes), the others only
+ * send their parts. A sharded session refuses the plain save. */
+KILN_API kiln_status kiln_session_save_checkpoint_gathered(
+    kiln_session *session, const char *path, const char *user_metadata,
+    const kiln_gather *gather, int32_t writes);
 /** Loads a checkpoint written by kiln_session_save_checkpoint (or any
  * .safetensors with the same tensors): every parameter (and, unless
  * KILN_LOAD_PARAMS_ONLY, every optimizer state) must be present with the
- * plan's dtype and shape. On failure the session is left unchanged. If
+ * plan's dtype and shape (sharded state: the whole tensor's, of which
+ * the session takes its part). On failure the session is left unchanged. If
  * `user_metadata` is not null it receives the saved string (free it with
  * kiln_string_free). */
 KILN_API kiln_status kiln_session_load_checkpoint(kiln_session *session,

@@ -513,6 +513,22 @@ kiln_status kiln_session_save_checkpoint(kiln_session *session,
   });
 }
 
+kiln_status kiln_session_save_checkpoint_gathered(kiln_session *session,
+                                                  const char *path,
+                                                  const char *user_metadata,
+                                                  const kiln_gather *gather,
+                                                  int32_t writes) {
+  return guarded("kiln_session_save_checkpoint_gathered", session, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(path);
+    KILN_REQUIRE(gather);
+    if (!gather->gather)
+      return invalidArgument("gather->gather is null");
+    return session->session->saveCheckpoint(
+        path, user_metadata ? user_metadata : "", gather, writes != 0);
+  });
+}
+
 kiln_status kiln_session_load_checkpoint(kiln_session *session,
                                          const char *path, int32_t flags,
                                          char **user_metadata) {

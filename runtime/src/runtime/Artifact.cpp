@@ -177,6 +177,22 @@ Result Artifact::loadPlan() {
       info.sizeBytes = buffer->size_bytes();
       info.arenaOffset = buffer->arena_offset();
       info.table = buffer;
+      info.shardOffset = buffer->shard_offset();
+      if (info.shardOffset >= 0) {
+        if (buffer->whole_shape())
+          info.wholeShape.assign(buffer->whole_shape()->begin(),
+                                 buffer->whole_shape()->end());
+        int64_t whole = 1;
+        for (int64_t dim : info.wholeShape)
+          if (dim < 0 || __builtin_mul_overflow(whole, dim, &whole))
+            whole = -1;
+        if (info.kind != plan::BufferKind::OptimizerState ||
+            info.shape.size() != 1 || whole < 0 || info.numElements < 0 ||
+            info.shardOffset + info.numElements > whole)
+          return invalidFormat(path + ": buffer '" + info.name +
+                               "' is a part of a larger tensor that does not "
+                               "lie within it, or is not 1-D state");
+      }
       buffers_.push_back(std::move(info));
     }
   }

@@ -53,6 +53,11 @@ struct BufferInfo {
   int64_t sizeBytes;
   int64_t arenaOffset;
   const plan::Buffer *table;
+  /// One rank's part of a larger tensor (plan::Buffer::shard_offset): the
+  /// 1-D run [shardOffset, shardOffset + numElements) of the row-major
+  /// elements of a tensor of `wholeShape`; -1 for a whole buffer.
+  int64_t shardOffset = -1;
+  std::vector<int64_t> wholeShape;
 };
 
 /// An opened artifact directory.

@@ -57,6 +57,16 @@ bool isCheckpointed(const BufferInfo &buffer) {
          !isWeightCopy(buffer);
 }
 
+/// Whether `buffer` accumulates a parameter's gradient over micro-batches
+/// (`<param>.grad_acc`, TrainStep.h).
+bool isGradientAccumulator(const BufferInfo &buffer) {
+  const std::string suffix = ".grad_acc";
+  return buffer.kind == plan::BufferKind::OptimizerState &&
+         buffer.name.size() > suffix.size() &&
+         buffer.name.compare(buffer.name.size() - suffix.size(), suffix.size(),
+                             suffix) == 0;
+}
+
 /// Parses a decimal uint64 metadata value.
 bool parseUnsigned(const std::string &text, uint64_t &value) {
   if (text.empty() || text.size() > 20)
@@ -83,23 +93,56 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 } // namespace
 
 Result Session::saveCheckpoint(const std::string &path,
-                               const std::string &userMetadata) {
+                               const std::string &userMetadata,
+                               const kiln_gather *gather, bool writes) {
   // The device's bytes, where it has newer ones.
   KILN_RETURN_IF_ERROR(syncAllToHost());
   // A diverged state would overwrite the last good checkpoint.
   KILN_RETURN_IF_ERROR(checkFiniteState(
       "not saved to '" + path + "' (a checkpoint already there is kept)"));
   safetensors::TensorFile file;
+  // The sharded states' whole tensors, gathered from the ranks.
+  std::vector<std::vector<uint8_t>> wholes;
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
     if (!isCheckpointed(buffer))
       continue;
+    const void *data = pointers_[id];
+    std::vector<int64_t> shape = buffer.shape;
+    size_t bytes = static_cast<size_t>(buffer.sizeBytes);
+    if (buffer.shardOffset >= 0) {
+      if (!gather)
+        return Result::error(
+            KILN_ERROR_UNSUPPORTED,
+            "'" + buffer.name +
+                "' is this rank's part of a sharded state (ZeRO): save with "
+                "kiln_session_save_checkpoint_gathered on every rank");
+      int64_t elementBytes = buffer.sizeBytes / buffer.numElements;
+      int64_t wholeElements = 1;
+      for (int64_t dim : buffer.wholeShape)
+        wholeElements *= dim;
+      std::vector<uint8_t> whole(
+          writes ? static_cast<size_t>(wholeElements * elementBytes) : 0);
+      if (const char *failed =
+              gather->gather(gather->user, data, bytes,
+                             writes ? whole.data() : nullptr, whole.size()))
+        return Result::error(KILN_ERROR_DEVICE,
+                             "cannot gather '" + buffer.name +
+                                 "' for a checkpoint: " + failed);
+      wholes.push_back(std::move(whole));
+      data = wholes.back().data();
+      bytes = wholes.back().size();
+      shape = buffer.wholeShape;
+    }
+    if (!writes)
+      continue;
     KILN_RETURN_IF_ERROR(Result::fromStatus(
-        file.add(buffer.name, toSafetensors(buffer.dtype), buffer.shape,
-                 pointers_[id], static_cast<size_t>(buffer.sizeBytes)),
+        file.add(buffer.name, toSafetensors(buffer.dtype), shape, data, bytes),
         KILN_ERROR_INTERNAL));
   }
+  if (!writes)
+    return Result::ok();
   file.metadata["format"] = "kiln-checkpoint";
   file.metadata["model"] = artifact_->getModelName();
   file.metadata["step"] = std::to_string(step_);
@@ -122,6 +165,9 @@ Result Session::loadCheckpoint(const std::string &path, int32_t flags,
   // Check everything first: a failed load changes nothing.
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   std::vector<std::pair<size_t, const safetensors::Tensor *>> restores;
+  // Gradient accumulators the file lacks (a run without accumulation
+  // wrote it): zero, as every checkpoint's are, written between steps.
+  std::vector<size_t> zeroed;
   std::string missing;
   size_t missingCount = 0;
   for (size_t id = 0; id < buffers.size(); ++id) {
@@ -130,19 +176,27 @@ Result Session::loadCheckpoint(const std::string &path, int32_t flags,
         (paramsOnly && buffer.kind != plan::BufferKind::Param))
       continue;
     const safetensors::Tensor *tensor = file.find(buffer.name);
+    if (!tensor && isGradientAccumulator(buffer)) {
+      zeroed.push_back(id);
+      continue;
+    }
     if (!tensor) {
       if (missingCount++ < 8)
         missing += (missing.empty() ? "'" : ", '") + buffer.name + "'";
       continue;
     }
-    if (tensor->dtype != toSafetensors(buffer.dtype) ||
-        tensor->shape != buffer.shape)
+    // Sharded state: the file holds the whole tensor, of which this
+    // session keeps its part.
+    bool sharded = buffer.shardOffset >= 0;
+    const std::vector<int64_t> &shape =
+        sharded ? buffer.wholeShape : buffer.shape;
+    if (tensor->dtype != toSafetensors(buffer.dtype) || tensor->shape != shape)
       return invalidFormat(path + ": tensor '" + buffer.name + "' is " +
                            safetensors::dtypeName(tensor->dtype) +
                            formatShape(tensor->shape) + " but the model's " +
                            bufferKindName(buffer.kind) + " is " +
                            safetensors::dtypeName(toSafetensors(buffer.dtype)) +
-                           formatShape(buffer.shape));
+                           formatShape(shape));
     restores.emplace_back(id, tensor);
   }
   if (missingCount)
@@ -166,7 +220,17 @@ Result Session::loadCheckpoint(const std::string &path, int32_t flags,
   // The runs in flight write the state too: they finish first.
   KILN_RETURN_IF_ERROR(device_->finish());
   for (auto [id, tensor] : restores) {
-    std::memcpy(pointers_[id], tensor->data.data(), tensor->data.size());
+    const BufferInfo &buffer = buffers[id];
+    size_t skip = 0;
+    if (buffer.shardOffset >= 0)
+      skip = static_cast<size_t>(buffer.shardOffset * buffer.sizeBytes /
+                                 buffer.numElements);
+    std::memcpy(pointers_[id], tensor->data.data() + skip,
+                static_cast<size_t>(buffer.sizeBytes));
+    KILN_RETURN_IF_ERROR(hostWrote(id));
+  }
+  for (size_t id : zeroed) {
+    std::memset(pointers_[id], 0, static_cast<size_t>(buffers[id].sizeBytes));
     KILN_RETURN_IF_ERROR(hostWrote(id));
   }
   step_ = step;

@@ -96,8 +96,13 @@ public:
   /// kiln_nccl_unique_id: NCCL's id for a new group of ranks.
   static Result makeNcclUniqueId(void *id, std::string &description);
 
+  /// With `gather` (every rank calls it: kiln_session_save_checkpoint_
+  /// gathered), the parts of sharded state come together on the rank that
+  /// `writes`; the others only send theirs.
   Result saveCheckpoint(const std::string &path,
-                        const std::string &userMetadata);
+                        const std::string &userMetadata,
+                        const kiln_gather *gather = nullptr,
+                        bool writes = true);
   Result loadCheckpoint(const std::string &path, int32_t flags,
                         std::string *userMetadata);
 

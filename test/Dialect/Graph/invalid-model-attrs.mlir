@@ -154,3 +154,24 @@ func.func @update_not_string(%w: tensor<4xf32>) -> (tensor<4xf32> {graph.update 
 func.func @rounded_param(%w: tensor<4xbf16> {graph.param = "w", graph.init = {kind = "rounded"}}) -> tensor<4xbf16> {
   return %w : tensor<4xbf16>
 }
+
+// -----
+
+// expected-error @+1 {{'graph.shard' of argument 0 must be {offset = N, shape = array<i64: ...>}}}
+func.func @shard_malformed(%m: tensor<4xf32> {graph.state = "w.adam_m", graph.shard = {offset = 0 : i64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'graph.shard' of argument 0 is only valid on state}}
+func.func @shard_on_param(%w: tensor<4xf32> {graph.param = "w", graph.shard = {offset = 0 : i64, shape = array<i64: 8>}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'graph.shard' of argument 0: a 1-D state within the 8 elements of its tensor}}
+func.func @shard_outside(%m: tensor<4xf32> {graph.state = "w.adam_m", graph.shard = {offset = 6 : i64, shape = array<i64: 2, 4>}}) {
+  return
+}

@@ -62,6 +62,36 @@ static LogicalResult verifyInitializer(Operation *op, Attribute attr,
   return success();
 }
 
+/// graph.shard: on a 1-D state argument, a run of a larger tensor's
+/// elements that lies within it.
+static LogicalResult verifyShard(Operation *op, unsigned argIndex,
+                                 Attribute value) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  auto offset = dict ? dict.getAs<IntegerAttr>("offset") : nullptr;
+  auto shape = dict ? dict.getAs<DenseI64ArrayAttr>("shape") : nullptr;
+  if (!offset || !shape)
+    return op->emitError() << "'" << GraphDialect::kShardAttr
+                           << "' of argument " << argIndex
+                           << " must be {offset = N, shape = array<i64: ...>}";
+  if (!function || !function.getArgAttr(argIndex, GraphDialect::kStateAttr))
+    return op->emitError() << "'" << GraphDialect::kShardAttr
+                           << "' of argument " << argIndex
+                           << " is only valid on state";
+  auto type = dyn_cast<RankedTensorType>(function.getArgumentTypes()[argIndex]);
+  int64_t whole = 1;
+  for (int64_t dim : shape.asArrayRef())
+    whole *= dim;
+  if (!type || type.getRank() != 1 || offset.getInt() < 0 ||
+      offset.getInt() + type.getDimSize(0) > whole)
+    return op->emitError() << "'" << GraphDialect::kShardAttr
+                           << "' of argument " << argIndex
+                           << ": a 1-D state within the " << whole
+                           << " elements of its tensor, not " << value
+                           << " over " << function.getArgumentTypes()[argIndex];
+  return success();
+}
+
 LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
@@ -78,6 +108,8 @@ LogicalResult GraphDialect::verifyRegionArgAttribute(Operation *op,
              << "parameter argument " << argIndex << " must be a ranked tensor";
     return success();
   }
+  if (name == kShardAttr)
+    return verifyShard(op, argIndex, attr.getValue());
   if (name == kInitAttr) {
     auto function = dyn_cast<FunctionOpInterface>(op);
     bool isState = function && function.getArgAttr(argIndex, kStateAttr);

@@ -53,10 +53,10 @@ LogicalResult KernelDialect::verifyRegionArgAttribute(Operation *op,
                              << argIndex << " must be a #kernel.kind";
     return success();
   }
-  if (name == kInitAttr) {
+  if (name == kInitAttr || name == kShardAttr) {
     if (!isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError() << "'" << kInitAttr << "' of argument "
-                             << argIndex << " must be a dictionary";
+      return op->emitError() << "'" << name << "' of argument " << argIndex
+                             << " must be a dictionary";
     return success();
   }
   return op->emitError() << "unknown kernel argument attribute '" << name
