@@ -70,3 +70,33 @@ module attributes {graph.train = {optimizer = {name = "sgd", lr = 0.1 : f64}, pr
     return %0 : tensor<f32>
   }
 }
+
+// -----
+
+// expected-error @+1 {{graph.train: zero must be 0 or 1 (ZeRO-1 shards the optimizer state; stages 2 and 3 are not built)}}
+module attributes {graph.train = {world = 2 : i64, zero = 2 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {graph.param = "w", graph.init = {kind = "ones"}}) -> (tensor<f32> {graph.output = "loss", graph.loss}) {
+    %0 = graph.reduce sum %w {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{graph.train: zero = 1 shards the optimizer state over the ranks, and world is 1}}
+module attributes {graph.train = {zero = 1 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {graph.param = "w", graph.init = {kind = "ones"}}) -> (tensor<f32> {graph.output = "loss", graph.loss}) {
+    %0 = graph.reduce sum %w {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{graph.train: rank 2 is not one of the world's 2}}
+module attributes {graph.train = {world = 2 : i64, zero = 1 : i64, rank = 2 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {graph.param = "w", graph.init = {kind = "ones"}}) -> (tensor<f32> {graph.output = "loss", graph.loss}) {
+    %0 = graph.reduce sum %w {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}

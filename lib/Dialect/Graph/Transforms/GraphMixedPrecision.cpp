@@ -415,7 +415,11 @@ struct GraphMixedPrecisionPass
       for (unsigned i = 0, e = function.getNumResults(); i < e; ++i)
         if (StringAttr name = getUpdateTarget(function, i))
           trained.insert(name.getValue());
-    PrecisionRewriter rewriter(lowType, Float32Type::get(context), weightCopies,
+    // Under ZeRO-1 @apply_step writes only its rank's part of each
+    // parameter (the rest arrives by the runtime's all-gather): a copy it
+    // wrote of the whole would be stale there. The forward casts instead.
+    bool keepsCopies = weightCopies && settings->zero == 0;
+    PrecisionRewriter rewriter(lowType, Float32Type::get(context), keepsCopies,
                                std::move(trained));
     for (auto function : module.getOps<func::FuncOp>())
       if (failed(rewriter.run(function)))

@@ -72,6 +72,8 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
   integer(train, "steps", settings.steps);
   integer(train, "accumulate", settings.accumulate);
   integer(train, "world", settings.world);
+  integer(train, "zero", settings.zero);
+  integer(train, "rank", settings.rank);
   integer(train, "memory", settings.memory);
   if (auto precision = train.getAs<StringAttr>("precision"))
     settings.precision = precision.getValue().str();
@@ -94,6 +96,16 @@ FailureOr<TrainSettings> TrainSettings::fromModule(ModuleOp module) {
     return module.emitError("graph.train: accumulate must be at least 1");
   if (settings.world < 1)
     return module.emitError("graph.train: world must be at least 1");
+  if (settings.zero != 0 && settings.zero != 1)
+    return module.emitError("graph.train: zero must be 0 or 1 (ZeRO-1 shards "
+                            "the optimizer state; stages 2 and 3 are not "
+                            "built)");
+  if (settings.zero == 1 && settings.world < 2)
+    return module.emitError("graph.train: zero = 1 shards the optimizer state "
+                            "over the ranks, and world is 1");
+  if (settings.rank < 0 || settings.rank >= settings.world)
+    return module.emitError("graph.train: rank ")
+           << settings.rank << " is not one of the world's " << settings.world;
   if (!(settings.lossScale > 0.0) || settings.lossScaleInterval < 1)
     return emitError(settings.lossScaleLoc.value_or(module.getLoc()))
            << "loss_scale needs init > 0 and interval >= 1";
@@ -115,7 +127,12 @@ namespace {
 struct Parameter {
   unsigned argumentIndex;
   std::string name;
+  /// The type of the value updated: the parameter's, or ZeRO-1's 1-D part.
   RankedTensorType type;
+  /// The parameter's rank, which decides its weight decay.
+  int64_t decayRank;
+  /// ZeRO-1: the part's graph.shard, for its state.
+  DictionaryAttr shard = {};
 };
 
 /// A function under construction: arguments with their attributes, then a
@@ -137,7 +154,8 @@ public:
   /// A state argument called `name`, zero-initialized or, with `fill`,
   /// filled with that value.
   Value addState(Type type, StringRef name,
-                 std::optional<double> fill = std::nullopt) {
+                 std::optional<double> fill = std::nullopt,
+                 DictionaryAttr shard = {}) {
     SmallVector<NamedAttribute, 2> init = {builder.getNamedAttr(
         "kind", builder.getStringAttr(fill ? "constant" : "zeros"))};
     if (fill)
@@ -148,7 +166,10 @@ public:
                              builder.getStringAttr(name)),
         builder.getNamedAttr(GraphDialect::kInitAttr,
                              builder.getDictionaryAttr(init))};
-    return addArgument(type, builder.getDictionaryAttr(attrs));
+    NamedAttrList list(attrs);
+    if (shard)
+      list.set(GraphDialect::kShardAttr, shard);
+    return addArgument(type, list.getDictionary(builder.getContext()));
   }
   void addResult(Value value, ArrayRef<NamedAttribute> attrs) {
     results.push_back(value);
@@ -204,7 +225,8 @@ static SmallVector<Parameter> collectParameters(func::FuncOp forward) {
             forward.getArgAttrOfType<StringAttr>(i, GraphDialect::kParamAttr))
       params.push_back(
           {i, name.getValue().str(),
-           cast<RankedTensorType>(forward.getArgument(i).getType())});
+           cast<RankedTensorType>(forward.getArgument(i).getType()),
+           cast<RankedTensorType>(forward.getArgument(i).getType()).getRank()});
   return params;
 }
 
@@ -249,6 +271,9 @@ stateSuffixes(const TrainSettings &settings) {
 /// The update of every parameter from its gradient: the step counter, the
 /// schedule, clipping and the optimizer. Adds the arguments for the state,
 /// and the results: lr, [grad_norm], new params, new state, new step.
+/// `givenNorm`, where set, is the gradients' global norm (ZeRO-1: computed
+/// over the ranks); `toParam(i, v)` makes parameter i's new value from the
+/// update's `v` (ZeRO-1: its part, put back in place).
 ///
 /// With `lossScale` (fp16), the gradients are those of the loss times it:
 /// the norm of the scaled gradients decides whether the step is skipped
@@ -257,7 +282,9 @@ stateSuffixes(const TrainSettings &settings) {
 /// the results add loss_scale and skipped, then the scaling state.
 static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
                         ArrayRef<Parameter> params, ArrayRef<Value> paramValues,
-                        ArrayRef<Value> gradients, Value lossScale) {
+                        ArrayRef<Value> gradients, Value lossScale,
+                        Value givenNorm = {},
+                        function_ref<Value(size_t, Value)> toParam = {}) {
   OpBuilder &builder = entry.builder;
   Location loc = entry.loc;
   RankedTensorType scalarType = getScalarType(params, builder.getContext());
@@ -267,8 +294,8 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
   for (const Parameter &param : params) {
     states.emplace_back();
     for (const std::string &suffix : stateSuffixes(settings))
-      states.back().push_back(
-          entry.addState(param.type, param.name + "." + suffix));
+      states.back().push_back(entry.addState(
+          param.type, param.name + "." + suffix, std::nullopt, param.shard));
   }
   Value step = entry.addState(scalarType, "optimizer.step");
 
@@ -285,7 +312,9 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
   // The gradients' scale: the clipping factor, and 1 / loss scale.
   Value scale, norm, unscale, newLossScale, newGoodSteps, skip;
   if (lossScale) {
-    Value scaledNorm = GlobalNormOp::create(builder, loc, scalarType, gradients);
+    Value scaledNorm =
+        givenNorm ? givenNorm
+                  : GlobalNormOp::create(builder, loc, scalarType, gradients);
     unscale = DivOp::create(builder, loc, entry.constant(scalarType, 1.0),
                             lossScale);
     norm = MulOp::create(builder, loc, scaledNorm, unscale);
@@ -299,7 +328,9 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
     newGoodSteps = update.getNewGoodSteps();
     skip = update.getSkip();
   } else if (settings.clip > 0.0) {
-    norm = GlobalNormOp::create(builder, loc, scalarType, gradients);
+    norm = givenNorm
+               ? givenNorm
+               : GlobalNormOp::create(builder, loc, scalarType, gradients);
   }
   if (settings.clip > 0.0)
     scale = ClipScaleOp::create(builder, loc, scalarType, norm,
@@ -315,7 +346,7 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
   for (auto [param, value, gradient, state] :
        llvm::zip_equal(params, paramValues, gradients, states)) {
     FloatAttr decay = builder.getF64FloatAttr(
-        settings.decays(param.type.getRank()) ? settings.weightDecay : 0.0);
+        settings.decays(param.decayRank) ? settings.weightDecay : 0.0);
     newStates.emplace_back();
     if (settings.optimizer == "adamw") {
       auto update = AdamWUpdateOp::create(
@@ -345,8 +376,8 @@ static void buildUpdate(EntryBuilder &entry, const TrainSettings &settings,
     entry.addOutput(newLossScale, "loss_scale");
     entry.addOutput(skip, "skipped");
   }
-  for (auto [param, newParam] : llvm::zip_equal(params, newParams))
-    entry.addUpdate(newParam, param.name);
+  for (auto [index, param, newParam] : llvm::enumerate(params, newParams))
+    entry.addUpdate(toParam ? toParam(index, newParam) : newParam, param.name);
   SmallVector<std::string, 2> suffixes = stateSuffixes(settings);
   for (auto [param, newState] : llvm::zip_equal(params, newStates))
     for (auto [suffix, value] : llvm::zip_equal(suffixes, newState))
@@ -412,6 +443,136 @@ static LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
   return success();
 }
 
+/// `value` as the 1-D run of its row-major elements in `shard`.
+static Value sliceShard(EntryBuilder &entry, Value value,
+                        const ZeroShard &shard) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Type element = type.getElementType();
+  Value flat =
+      type.getRank() == 1
+          ? value
+          : ReshapeOp::create(
+                entry.builder, entry.loc,
+                RankedTensorType::get({type.getNumElements()}, element), value)
+                .getResult();
+  if (shard.begin == 0 && shard.end == type.getNumElements())
+    return flat;
+  return SliceOp::create(
+      entry.builder, entry.loc,
+      RankedTensorType::get({shard.end - shard.begin}, element), flat,
+      entry.builder.getDenseI64ArrayAttr({shard.begin}));
+}
+
+/// `old` with the elements of `shard` replaced by `part`.
+static Value replaceShard(EntryBuilder &entry, Value old, Value part,
+                          const ZeroShard &shard) {
+  auto type = cast<RankedTensorType>(old.getType());
+  Type element = type.getElementType();
+  int64_t elements = type.getNumElements();
+  SmallVector<Value, 3> pieces;
+  if (shard.begin > 0)
+    pieces.push_back(sliceShard(entry, old, {0, shard.begin, false}));
+  pieces.push_back(part);
+  if (shard.end < elements)
+    pieces.push_back(sliceShard(entry, old, {shard.end, elements, false}));
+  Value flat =
+      pieces.size() == 1
+          ? pieces.front()
+          : ConcatOp::create(entry.builder, entry.loc,
+                             RankedTensorType::get({elements}, element), pieces,
+                             entry.builder.getI64IntegerAttr(0))
+                .getResult();
+  if (type.getRank() == 1)
+    return flat;
+  return ReshapeOp::create(entry.builder, entry.loc, type, flat);
+}
+
+/// ZeRO-1's @apply_step for rank `settings.rank` (and, where clipping or
+/// loss scaling needs the global norm, @shard_norm_step): each parameter's
+/// part (ZeroShard) is updated from the accumulators there -- the runtime
+/// has reduce-scattered them, so only that part holds the sum -- with only
+/// that part's state; the rest of the parameter stays as it was until the
+/// runtime all-gathers it. A parameter too small to split is updated whole
+/// on every rank from its all-reduced accumulator.
+static LogicalResult buildShardedApply(ModuleOp module, func::FuncOp forward,
+                                       const TrainSettings &settings,
+                                       ArrayRef<Parameter> params) {
+  MLIRContext *context = module.getContext();
+  RankedTensorType scalarType = getScalarType(params, context);
+  double mean = 1.0 / double(settings.accumulate * settings.world);
+  SmallVector<ZeroShard> shards;
+  for (const Parameter &param : params)
+    shards.push_back(ZeroShard::of(param.type.getNumElements(), settings.world,
+                                   settings.rank));
+  // The mean gradient over this rank's parts; a whole parameter counts on
+  // rank 0 only, so that the ranks' norms add up to the global one.
+  auto shardGradients = [&](EntryBuilder &entry, bool forNorm) {
+    SmallVector<Value> gradients;
+    for (auto [param, shard] : llvm::zip_equal(params, shards)) {
+      Value accumulator = entry.addState(param.type, param.name + ".grad_acc");
+      if (forNorm && shard.whole && settings.rank != 0)
+        continue;
+      Value part = sliceShard(entry, accumulator, shard);
+      gradients.push_back(MulOp::create(
+          entry.builder, entry.loc, part,
+          entry.constant(cast<RankedTensorType>(part.getType()), mean)));
+    }
+    return gradients;
+  };
+
+  bool needsNorm = settings.clip > 0.0 || settings.scalesLoss();
+  if (needsNorm) {
+    EntryBuilder entry(module, kZeroNormEntry, forward.getLoc());
+    SmallVector<Value> gradients = shardGradients(entry, /*forNorm=*/true);
+    entry.addOutput(
+        GlobalNormOp::create(entry.builder, entry.loc, scalarType, gradients),
+        kZeroShardNormOutput);
+    entry.finish();
+  }
+
+  EntryBuilder entry(module, "apply_step", forward.getLoc());
+  Builder &b = entry.builder;
+  SmallVector<Value> wholeValues;
+  for (const Parameter &param : params)
+    wholeValues.push_back(entry.addArgument(
+        param.type, forward.getArgAttrDict(param.argumentIndex)));
+  SmallVector<Value> gradients = shardGradients(entry, /*forNorm=*/false);
+  SmallVector<Parameter> parts;
+  SmallVector<Value> partValues;
+  for (auto [param, shard, value] :
+       llvm::zip_equal(params, shards, wholeValues)) {
+    Parameter part = param;
+    if (!shard.whole) {
+      part.type = RankedTensorType::get({shard.end - shard.begin},
+                                        param.type.getElementType());
+      part.shard = b.getDictionaryAttr(
+          {b.getNamedAttr("offset", b.getI64IntegerAttr(shard.begin)),
+           b.getNamedAttr("shape",
+                          b.getDenseI64ArrayAttr(param.type.getShape()))});
+    }
+    parts.push_back(part);
+    partValues.push_back(shard.whole ? value : sliceShard(entry, value, shard));
+  }
+  Value givenNorm;
+  if (needsNorm)
+    givenNorm = entry.addArgument(
+        scalarType,
+        b.getDictionaryAttr(b.getNamedAttr(
+            GraphDialect::kInputAttr, b.getStringAttr(kZeroGradNormInput))));
+  buildUpdate(entry, settings, parts, partValues, gradients,
+              addLossScale(entry, settings, scalarType), givenNorm,
+              [&](size_t index, Value updated) -> Value {
+                if (shards[index].whole)
+                  return updated;
+                return replaceShard(entry, wholeValues[index], updated,
+                                    shards[index]);
+              });
+  for (const Parameter &param : params)
+    entry.addUpdate(entry.constant(param.type, 0.0), param.name + ".grad_acc");
+  entry.finish();
+  return success();
+}
+
 static LogicalResult buildAccumulationSteps(ModuleOp module,
                                             func::FuncOp forward,
                                             const TrainSettings &settings) {
@@ -441,6 +602,9 @@ static LogicalResult buildAccumulationSteps(ModuleOp module,
                       param.name + ".grad_acc");
     entry.finish();
   }
+
+  if (settings.zero)
+    return buildShardedApply(module, forward, settings, params);
 
   // @apply_step: the update with the mean gradient (over accumulate x world
   // micro-batches: the runtime has summed the ranks' accumulators);

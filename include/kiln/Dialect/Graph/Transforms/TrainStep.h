@@ -45,6 +45,16 @@ struct TrainSettings {
   /// the accumulators over the ranks, and @apply_step takes their mean over
   /// accumulate x world micro-batches.
   int64_t world = 1;
+  /// ZeRO stage (`kiln train --zero 1`): 1 shards the optimizer state over
+  /// the `world` ranks, this artifact being rank `rank`'s. Its @apply_step
+  /// updates only the rank's part of each parameter (ZeroShard) from the
+  /// summed gradient there, keeps only that part's state (graph.shard),
+  /// and takes the global gradient norm as the input `zero.grad_norm`
+  /// (the ranks' `zero.shard_norm`s of @shard_norm_step combined) where
+  /// clipping or loss scaling needs it. The runtime reduce-scatters the
+  /// accumulators before it and all-gathers the parameters after it.
+  int64_t zero = 0;
+  int64_t rank = 0;
   /// The train block's `memory`: the bytes a step's peak_bytes must fit in
   /// (0: no budget). `--memory-budget` overrides it.
   int64_t memory = 0;
@@ -68,6 +78,25 @@ struct TrainSettings {
   /// Whether a parameter of `rank` gets weight decay.
   bool decays(int64_t rank) const { return decayAll || rank >= 2; }
 };
+
+/// ZeRO-1's part of a parameter of `elements` elements that rank `rank` of
+/// `world` updates: the run [begin, end) of its row-major elements, the
+/// ranks' runs tiling it in rank order, sizes differing by at most one. A
+/// parameter of fewer elements than ranks is not split (`whole`): every
+/// rank keeps its state and updates it from the all-reduced gradient.
+struct ZeroShard {
+  int64_t begin, end;
+  bool whole;
+  static ZeroShard of(int64_t elements, int64_t world, int64_t rank) {
+    if (elements < world)
+      return {0, elements, true};
+    return {rank * elements / world, (rank + 1) * elements / world, false};
+  }
+};
+/// The names by which the runtime and @apply_step meet under ZeRO-1.
+inline constexpr llvm::StringLiteral kZeroNormEntry = "shard_norm_step";
+inline constexpr llvm::StringLiteral kZeroShardNormOutput = "zero.shard_norm";
+inline constexpr llvm::StringLiteral kZeroGradNormInput = "zero.grad_norm";
 
 /// Adds the training entry points for `@forward` to `module`:
 /// - accumulate == 1 and world == 1: `@train_step(params, inputs, state) ->
