@@ -21,7 +21,9 @@ extern llvm::cl::SubCommand compileCommand;
 extern llvm::cl::SubCommand plotCommand;
 extern llvm::cl::SubCommand runCommand;
 extern llvm::cl::SubCommand gradCommand;
-extern llvm::cl::SubCommand trainCommand;
+/// A function, not a global: options in several files register with it,
+/// whatever the order their files' statics are constructed in.
+llvm::cl::SubCommand &trainCommand();
 extern llvm::cl::SubCommand inspectCommand;
 extern llvm::cl::SubCommand sampleCommand;
 

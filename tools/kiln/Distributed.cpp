@@ -304,6 +304,91 @@ template <typename T> Error Communicator::sumInPlace(T *values, size_t count) {
 template Error Communicator::sumInPlace(float *, size_t);
 template Error Communicator::sumInPlace(double *, size_t);
 
+Error Communicator::reduceScatter(float *values,
+                                  const std::vector<int> &counts) {
+  if (world_ == 1)
+    return Error::success();
+#ifdef KILN_HAVE_MPI
+  // MPI_IN_PLACE leaves the result at the buffer's start: it moves to this
+  // rank's run afterwards.
+  std::vector<MPI_Request> request(1);
+  if (int code =
+          MPI_Ireduce_scatter(MPI_IN_PLACE, values, counts.data(), MPI_FLOAT,
+                              MPI_SUM, MPI_COMM_WORLD, &request[0]);
+      code != MPI_SUCCESS)
+    return mpiError("MPI_Ireduce_scatter", code);
+  if (!waitWithin(request, timeoutSeconds_))
+    return timedOut("the gradient reduce-scatter");
+  size_t begin = 0;
+  for (int peer = 0; peer < rank_; ++peer)
+    begin += size_t(counts[peer]);
+  std::memmove(values + begin, values, size_t(counts[rank_]) * sizeof(float));
+#endif
+  return Error::success();
+}
+
+Error Communicator::allGather(float *values, const std::vector<int> &counts) {
+  if (world_ == 1)
+    return Error::success();
+#ifdef KILN_HAVE_MPI
+  std::vector<int> displacements(counts.size(), 0);
+  for (size_t peer = 1; peer < counts.size(); ++peer)
+    displacements[peer] = displacements[peer - 1] + counts[peer - 1];
+  std::vector<MPI_Request> request(1);
+  if (int code = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values,
+                                 counts.data(), displacements.data(), MPI_FLOAT,
+                                 MPI_COMM_WORLD, &request[0]);
+      code != MPI_SUCCESS)
+    return mpiError("MPI_Iallgatherv", code);
+  if (!waitWithin(request, timeoutSeconds_))
+    return timedOut("the parameter all-gather");
+#endif
+  return Error::success();
+}
+
+Error Communicator::gatherToLeader(const void *part, size_t bytes, void *whole,
+                                   size_t wholeBytes) {
+  if (world_ == 1) {
+    if (bytes != wholeBytes)
+      return createStringError("one rank's part is not the whole tensor");
+    std::memcpy(whole, part, bytes);
+    return Error::success();
+  }
+#ifdef KILN_HAVE_MPI
+  if (bytes > size_t(INT32_MAX))
+    return createStringError(
+        formatv("a part of {0} bytes is beyond MPI's int counts", bytes));
+  int count = static_cast<int>(bytes);
+  std::vector<int> counts(world_, 0), displacements(world_, 0);
+  std::vector<MPI_Request> request(1);
+  if (int code = MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0,
+                             MPI_COMM_WORLD, &request[0]);
+      code != MPI_SUCCESS)
+    return mpiError("MPI_Igather", code);
+  if (!waitWithin(request, timeoutSeconds_))
+    return timedOut("the checkpoint's gather");
+  if (rank_ == 0) {
+    size_t total = 0;
+    for (int peer = 0; peer < world_; ++peer) {
+      displacements[peer] = static_cast<int>(total);
+      total += size_t(counts[peer]);
+    }
+    if (total != wholeBytes || total > size_t(INT32_MAX))
+      return createStringError(
+          formatv("the ranks' parts hold {0} bytes, the whole tensor {1}",
+                  total, wholeBytes));
+  }
+  if (int code = MPI_Igatherv(part, count, MPI_BYTE, whole, counts.data(),
+                              displacements.data(), MPI_BYTE, 0, MPI_COMM_WORLD,
+                              &request[0]);
+      code != MPI_SUCCESS)
+    return mpiError("MPI_Igatherv", code);
+  if (!waitWithin(request, timeoutSeconds_))
+    return timedOut("the checkpoint's gather");
+#endif
+  return Error::success();
+}
+
 Error Communicator::broadcast(void *bytes, size_t count) {
   if (world_ == 1)
     return Error::success();

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::cli {
 
@@ -62,6 +63,17 @@ public:
                        const size_t *counts, size_t count);
   llvm::Error progress();
   llvm::Error waitSum(uint32_t bucket);
+  /// ZeRO-1's collectives on an f32 buffer tiled by the ranks' runs
+  /// (`counts[r]` values for rank r, in rank order), in place, within the
+  /// timeout. reduceScatter leaves the sum of every rank's values in this
+  /// rank's run (the rest of the buffer is left undefined); allGather fills
+  /// every run with its rank's values.
+  llvm::Error reduceScatter(float *values, const std::vector<int> &counts);
+  llvm::Error allGather(float *values, const std::vector<int> &counts);
+  /// Every rank's `bytes` bytes at `part`, in rank order, into rank 0's
+  /// `whole` (`wholeBytes`, which must match; ignored on the others).
+  llvm::Error gatherToLeader(const void *part, size_t bytes, void *whole,
+                             size_t wholeBytes);
   /// Rank 0's `count` bytes into every rank's `bytes`, within the timeout.
   llvm::Error broadcast(void *bytes, size_t count);
   /// Waits until every rank has called it.

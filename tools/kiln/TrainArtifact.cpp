@@ -129,6 +129,10 @@ kiln::cli::compileForTraining(StringRef modelPath,
   }
   if (options.accumulate)
     overrideTrainSetting(module, "accumulate", *options.accumulate);
+  if (options.zero && !options.inferenceOnly) {
+    overrideTrainSetting(module, "zero", options.zero);
+    overrideTrainSetting(module, "rank", options.rank);
+  }
 
   mlir::FailureOr<graph::TrainSettings> settings =
       graph::TrainSettings::fromModule(module);
@@ -156,11 +160,13 @@ kiln::cli::compileForTraining(StringRef modelPath,
   std::string keyText =
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
               "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n"
-              "precision={9}\nweight_copies={10}\nworld={11}\n",
+              "precision={9}\nweight_copies={10}\nworld={11}\nzero={12}\n"
+              "rank={13}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
               describeHostCpu(options.cpu), budget, options.fuse,
-              options.precision, options.weightCopies, options.world)
+              options.precision, options.weightCopies, options.world,
+              options.zero, options.zero ? options.rank : 0)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());

@@ -56,6 +56,10 @@ struct TrainCompileOptions {
   /// and whose apply_step takes the mean over the ranks' summed
   /// accumulators.
   int64_t world = 1;
+  /// ZeRO-1 (zero = 1): the artifact of rank `rank`, which keeps the
+  /// optimizer state of its part of each parameter only.
+  int64_t zero = 0;
+  int64_t rank = 0;
 };
 
 /// Closes an artifact handle of the C API.

@@ -7,8 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "DataParallelOptions.h"
 #include "Distributed.h"
 #include "GradientSums.h"
+#include "ShardedOptimizer.h"
 #include "StopSignals.h"
 #include "TrainArtifact.h"
 #include "TrainProgress.h"
@@ -29,13 +31,17 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 
 using namespace llvm;
 using namespace kiln;
 using namespace kiln::cli;
 
-cl::SubCommand kiln::cli::trainCommand(
-    "train", "Train a model on the CPU from .npy arrays or a token file");
+cl::SubCommand &kiln::cli::trainCommand() {
+  static cl::SubCommand command(
+      "train", "Train a model on the CPU from .npy arrays or a token file");
+  return command;
+}
 
 static cl::OptionCategory &category = kiln::cli::optionCategory;
 
@@ -45,7 +51,7 @@ static std::string shortNumber(double value) {
   raw_string_ostream(text) << format("%g", value);
   return text;
 }
-#define TRAIN_OPTION cl::sub(kiln::cli::trainCommand), cl::cat(category)
+#define TRAIN_OPTION cl::sub(kiln::cli::trainCommand()), cl::cat(category)
 
 static cl::opt<std::string> trainModel(cl::Positional, cl::Required,
                                        cl::desc("MODEL.kiln"), TRAIN_OPTION);
@@ -161,23 +167,6 @@ static cl::opt<bool>
             cl::desc("Time every op and print the most expensive ones, with "
                      "the model line each came from"),
             TRAIN_OPTION);
-static cl::opt<double> collectiveTimeout(
-    "collective-timeout",
-    cl::desc("Data-parallel runs: seconds a rank waits for the others at a "
-             "step before it names those that did not answer and ends every "
-             "rank (0: wait forever; default 600)"),
-    cl::init(600.0), TRAIN_OPTION);
-static cl::opt<std::string> bucketSize(
-    "bucket-size",
-    cl::desc("Data-parallel runs on the cpu devices: the gradient sums start "
-             "during the backward, in buckets of at least this many bytes "
-             "(1MiB, 256KiB, ...; default 1MiB)"),
-    cl::init("1MiB"), TRAIN_OPTION);
-static cl::opt<bool> noOverlap(
-    "no-overlap",
-    cl::desc("Data-parallel runs on the cpu devices: sum the gradients after "
-             "the backward instead of during it"),
-    TRAIN_OPTION);
 static cl::opt<bool> quiet("quiet", cl::desc("Print only the summary"),
                            TRAIN_OPTION);
 
@@ -290,32 +279,16 @@ static int train(Communicator &ranks) {
   bool leader = ranks.isLeader();
   bool parallel = ranks.world() > 1;
   bool silent = quiet || !leader;
-  if (!(collectiveTimeout >= 0))
-    return fail("--collective-timeout must not be negative (0: wait forever)");
-  if (collectiveTimeout.getNumOccurrences() && !parallel)
-    return fail("--collective-timeout applies to data-parallel runs (mpirun "
-                "-np N kiln train ...); this process is the only rank");
-  ranks.setTimeout(collectiveTimeout);
-  for (cl::Option *option : {static_cast<cl::Option *>(&bucketSize),
-                             static_cast<cl::Option *>(&noOverlap)}) {
-    if (option->getNumOccurrences() && !parallel)
-      return fail("--" + option->ArgStr +
-                  " applies to data-parallel runs (mpirun -np N kiln train "
-                  "...); this process is the only rank");
-    if (option->getNumOccurrences() && device == "cuda")
-      return fail("--" + option->ArgStr +
-                  " has no effect on --device cuda, whose gradients NCCL "
-                  "sums after the backward");
-  }
-  if (bucketSize.getNumOccurrences() && noOverlap)
-    return fail("--bucket-size has no effect with --no-overlap (the "
-                "gradients are summed whole after the backward)");
-  std::string bucketError;
-  std::optional<int64_t> bucketBytes = parseByteSize(bucketSize, &bucketError);
-  if (!bucketBytes)
-    return fail("--bucket-size: " + bucketError);
+  Expected<DataParallelOptions> dataParallel =
+      DataParallelOptions::read(parallel, device);
+  if (!dataParallel)
+    return fail(dataParallel.takeError());
+  ranks.setTimeout(dataParallel->timeoutSeconds);
+  bool zero = dataParallel->zero;
+  // Under ZeRO-1 every rank sends its part of the state to a checkpoint.
   if (!leader) {
-    saveFile.setValue("");
+    if (!zero)
+      saveFile.setValue("");
     metricsFile.setValue("");
   }
 
@@ -328,6 +301,8 @@ static int train(Communicator &ranks) {
   compileOptions.fuse = !trainNoFuse;
   compileOptions.precision = trainPrecision;
   compileOptions.weightCopies = !trainNoWeightCopies;
+  compileOptions.zero = zero ? 1 : 0;
+  compileOptions.rank = ranks.rank();
   compileOptions.quiet = silent;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;
@@ -337,15 +312,17 @@ static int train(Communicator &ranks) {
       return fail("--memory-budget: " + error);
     compileOptions.memoryBudget = budget;
   }
-  // Rank 0 compiles; the others then find its artifact in the cache.
+  // Rank 0 compiles; the others then find its artifact in the cache (under
+  // ZeRO-1 all compile at once, each its own: the parts differ).
+  bool compilesFirst = leader || zero;
   std::optional<Expected<TrainArtifact>> compiled;
-  if (leader)
+  if (compilesFirst)
     compiled.emplace(compileForTraining(trainModel, compileOptions));
-  if (leader && !*compiled)
+  if (compilesFirst && !*compiled)
     return fail(compiled->takeError());
   if (Error error = ranks.barrier())
     return fail(std::move(error));
-  if (!leader)
+  if (!compiled)
     compiled.emplace(compileForTraining(trainModel, compileOptions));
   Expected<TrainArtifact> &artifact = *compiled;
   if (!artifact)
@@ -384,6 +361,15 @@ static int train(Communicator &ranks) {
                              ranks.world(), session.describeCollectives(),
                              artifact->batchDim, artifact->globalBatch,
                              artifact->rankBatch));
+  }
+  std::optional<ShardedOptimizer> sharded;
+  if (zero) {
+    Expected<ShardedOptimizer> created =
+        ShardedOptimizer::create(ranks, session);
+    if (!created)
+      return fail(created.takeError());
+    sharded.emplace(std::move(*created));
+    progress.message(sharded->describe());
   }
   {
     std::string warning;
@@ -541,14 +527,19 @@ static int train(Communicator &ranks) {
   auto saveCheckpoint = [&]() -> Error {
     data::DataPosition resumeAt =
         prefetched ? prefetchedAt : (*trainSet)->position();
-    return session.save(saveFile, checkpointMetadata(resumeAt, dataSeed));
+    std::string metadata = checkpointMetadata(resumeAt, dataSeed);
+    if (sharded)
+      return session.saveGathered(saveFile, metadata, ranks);
+    return session.save(saveFile, metadata);
   };
 
   if (initialOnly) {
-    if (!leader)
+    if (!leader && !sharded)
       return 0;
     if (Error error = saveCheckpoint())
       return fail(std::move(error));
+    if (!leader)
+      return 0;
     outs() << "initial weights of " << trainModel << " (seed " << initSeed
            << "): " << saveFile << "\n";
     return 0;
@@ -559,9 +550,10 @@ static int train(Communicator &ranks) {
   int64_t skippedSteps = 0;
   // From here a signal stops the run after its step, saved (StopSignals.h).
   StopSignalScope stopSignals;
-  GradientSums gradientSums(ranks, session,
-                            parallel && device != "cuda" && !noOverlap,
-                            uint64_t(*bucketBytes));
+  GradientSums gradientSums(ranks, session, dataParallel->overlap,
+                            dataParallel->bucketBytes);
+  // A stop signal on any rank stops every rank after the same step.
+  bool ranksStop = false;
   for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     std::optional<double> loss;
@@ -593,15 +585,22 @@ static int train(Communicator &ranks) {
       lossSum += loss.value_or(NAN);
     }
     if (parallel) {
-      if (Error error = gradientSums.afterMicroBatches(step))
+      if (Error error = sharded ? sharded->beforeApply(step)
+                                : gradientSums.afterMicroBatches(step))
         return fail(std::move(error));
-      // The step's loss: the mean over every rank's micro-batches.
-      if (Error error = ranks.sumInPlace(&lossSum, 1))
+      // The step's loss: the mean over every rank's micro-batches; whether
+      // a rank was asked to stop.
+      double agreed[2] = {lossSum, StopSignalScope::pendingSignal() ? 1.0 : 0};
+      if (Error error = ranks.sumInPlace(agreed, 2))
         return fail(std::move(error));
-      lossSum /= double(ranks.world());
+      lossSum = agreed[0] / double(ranks.world());
+      ranksStop = agreed[1] > 0;
     }
     if (accumulating)
       if (Error error = session.run("apply_step"))
+        return fail(std::move(error));
+    if (sharded)
+      if (Error error = sharded->afterApply())
         return fail(std::move(error));
     double stepMs = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - stepStart)
@@ -649,7 +648,11 @@ static int train(Communicator &ranks) {
     if (step % every == 0 || step == lastStep)
       if (Error error = evaluate(step))
         return fail(std::move(error));
+    // Data-parallel ranks stop together, after the step at which any was
+    // signaled (mpirun forwards a signal to each, not at one instant).
     int stopSignal = StopSignalScope::pendingSignal();
+    if (parallel)
+      stopSignal = ranksStop ? (stopSignal ? stopSignal : SIGTERM) : 0;
     if (!saveFile.empty() && ((saveEvery > 0 && step % saveEvery == 0) ||
                               step == lastStep || stopSignal))
       if (Error error = saveCheckpoint())

@@ -7,6 +7,8 @@
 #include "TrainSession.h"
 #include "Distributed.h"
 
+#include "kiln/Dialect/Graph/Transforms/TrainStep.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -96,7 +98,9 @@ TrainSession::open(ArtifactHandle artifact, const std::string &device,
     if (kiln_artifact_buffer_info(result->artifact, i, &info) != KILN_OK)
       return result->lastError("cannot read the plan");
     std::vector<int64_t> shape(info.shape, info.shape + info.rank);
-    if (info.kind == KILN_BUFFER_INPUT)
+    // ZeRO-1's global norm is the runtime's to bind, not the data's.
+    if (info.kind == KILN_BUFFER_INPUT &&
+        StringRef(info.name) != kiln::graph::kZeroGradNormInput)
       result->planInputs.push_back({info.name, info.dtype, shape});
     else if (info.kind == KILN_BUFFER_OUTPUT)
       result->outputs[info.name] = {info.dtype, shape};
@@ -478,6 +482,72 @@ Error TrainSession::save(const std::string &path, const std::string &metadata) {
   if (kiln_session_save_checkpoint(session, path.c_str(), metadata.c_str()) !=
       KILN_OK)
     return lastError("cannot save '" + path + "'");
+  return Error::success();
+}
+
+Error TrainSession::saveGathered(const std::string &path,
+                                 const std::string &metadata,
+                                 Communicator &communicator) {
+  struct Gathering {
+    Communicator &communicator;
+    std::string error;
+  } gathering{communicator, {}};
+  kiln_gather gather;
+  gather.user = &gathering;
+  gather.gather = [](void *user, const void *part, size_t bytes, void *whole,
+                     size_t wholeBytes) -> const char * {
+    auto *self = static_cast<Gathering *>(user);
+    if (Error error =
+            self->communicator.gatherToLeader(part, bytes, whole, wholeBytes)) {
+      self->error = toString(std::move(error));
+      return self->error.c_str();
+    }
+    return nullptr;
+  };
+  if (kiln_session_save_checkpoint_gathered(session, path.c_str(),
+                                            metadata.c_str(), &gather,
+                                            communicator.isLeader()) != KILN_OK)
+    return lastError("cannot save '" + path + "'");
+  return Error::success();
+}
+
+std::vector<StateBuffer> TrainSession::optimizerState() const {
+  std::vector<StateBuffer> states;
+  size_t count = 0;
+  kiln_artifact_buffer_count(artifact, &count);
+  for (size_t id = 0; id < count; ++id) {
+    kiln_buffer_info info;
+    if (kiln_artifact_buffer_info(artifact, id, &info) != KILN_OK ||
+        info.kind != KILN_BUFFER_OPTIMIZER_STATE)
+      continue;
+    uint64_t elements = 1;
+    for (int32_t dim = 0; dim < info.rank; ++dim)
+      elements *= uint64_t(info.shape[dim]);
+    states.push_back({info.name, uint64_t(info.size_bytes), elements});
+  }
+  return states;
+}
+
+Expected<void *> TrainSession::bufferData(StringRef name) {
+  void *data = nullptr;
+  if (kiln_session_buffer_data(session, name.str().c_str(), &data) != KILN_OK)
+    return lastError(formatv("cannot reach '{0}'", name).str());
+  return data;
+}
+
+Error TrainSession::bindScalar(StringRef name, double value) {
+  size_t index = 0;
+  kiln_buffer_info info;
+  if (kiln_artifact_find_buffer(artifact, name.str().c_str(), &index) !=
+          KILN_OK ||
+      kiln_artifact_buffer_info(artifact, index, &info) != KILN_OK)
+    return lastError("cannot find the input '" + name.str() + "'");
+  float single = float(value);
+  const void *data =
+      info.dtype == KILN_F64 ? static_cast<const void *>(&value) : &single;
+  if (kiln_session_bind_input(session, name.str().c_str(), data, info.dtype,
+                              nullptr, 0) != KILN_OK)
+    return lastError("cannot bind '" + name.str() + "'");
   return Error::success();
 }
 

@@ -43,6 +43,13 @@ struct PlanInput {
   std::vector<int64_t> shape;
 };
 
+/// A persistent state buffer of the plan (optimizer state, accumulators).
+struct StateBuffer {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t elements = 0;
+};
+
 /// Averages of one evaluation pass.
 struct EvalResult {
   double loss = 0;
@@ -87,6 +94,18 @@ public:
   /// `communicator` (the cpu devices; kiln_session_overlap_gradient_sums).
   llvm::Error overlapGradientSums(Communicator &communicator,
                                   uint64_t bucketBytes);
+  /// The gradient accumulators a data-parallel step sums (`*.grad_acc`):
+  /// name and f32 count (after setDataParallel).
+  const std::vector<std::pair<std::string, size_t>> &
+  gradientAccumulators() const {
+    return accumulators;
+  }
+  /// The plan's optimizer state buffers.
+  std::vector<StateBuffer> optimizerState() const;
+  /// The host memory of the persistent buffer `name` (the cpu devices).
+  llvm::Expected<void *> bufferData(llvm::StringRef name);
+  /// Binds the scalar input `name` (f32 or f64, as the plan has it).
+  llvm::Error bindScalar(llvm::StringRef name, double value);
   /// The last overlapped run's buckets and times.
   kiln_overlap_stats overlapStats() const;
   /// Runs an entry point.
@@ -110,6 +129,10 @@ public:
   /// Loads a full checkpoint and returns its metadata string.
   llvm::Expected<std::string> resume(const std::string &path);
   llvm::Error save(const std::string &path, const std::string &metadata);
+  /// Saves a checkpoint whose sharded state (ZeRO-1) every rank of
+  /// `communicator` sends to rank 0, which writes it: every rank calls it.
+  llvm::Error saveGathered(const std::string &path, const std::string &metadata,
+                           Communicator &communicator);
   uint64_t step() const;
   /// "2 threads; GEMMs: oneDNN 2.6.3 (avx512_core_amx)", and in `warning`
   /// what the runtime says when a GEMM library runs generic kernels.

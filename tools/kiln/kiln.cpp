@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
        {&cl::SubCommand::getTopLevel(), &kiln::cli::checkCommand,
         &kiln::cli::compileCommand, &kiln::cli::runCommand,
         &kiln::cli::gradCommand, &kiln::cli::plotCommand,
-        &kiln::cli::trainCommand, &kiln::cli::inspectCommand,
+        &kiln::cli::trainCommand(), &kiln::cli::inspectCommand,
         &kiln::cli::sampleCommand})
     cl::HideUnrelatedOptions(kiln::cli::optionCategory, *command);
   cl::ParseCommandLineOptions(
@@ -46,7 +46,7 @@ int main(int argc, char **argv) {
     status = kiln::cli::runRun();
   else if (kiln::cli::plotCommand)
     status = kiln::cli::runPlot();
-  else if (kiln::cli::trainCommand)
+  else if (kiln::cli::trainCommand())
     status = kiln::cli::runTrain();
   else if (kiln::cli::inspectCommand)
     status = kiln::cli::runInspect();

@@ -1,0 +1,40 @@
+//===- DataParallelOptions.h - kiln train's data-parallel options -*- C++
+//-*-===//
+//
+// Part of Kiln. The options of `mpirun -np N kiln train ...` that say how
+// the ranks work together: the collective timeout, how the gradients are
+// summed (during the backward in buckets, or after it) and ZeRO-1. Each is
+// refused where it would have no effect (one rank, --device cuda, options
+// that exclude each other).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_DATAPARALLELOPTIONS_H
+#define KILN_TOOLS_KILN_DATAPARALLELOPTIONS_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::cli {
+
+struct DataParallelOptions {
+  /// --collective-timeout (0: wait forever).
+  double timeoutSeconds = 600;
+  /// Sum the gradients during the last micro-batch's backward, in buckets
+  /// of `bucketBytes` (the cpu devices without --no-overlap or --zero).
+  bool overlap = false;
+  uint64_t bucketBytes = 0;
+  /// --zero 1: shard the optimizer state over the ranks.
+  bool zero = false;
+
+  /// Reads and checks the options for a run of `parallel` ranks (more than
+  /// one) on `device`.
+  static llvm::Expected<DataParallelOptions> read(bool parallel,
+                                                  const std::string &device);
+};
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_DATAPARALLELOPTIONS_H

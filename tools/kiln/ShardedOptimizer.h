@@ -1,0 +1,69 @@
+//===- ShardedOptimizer.h - ZeRO-1 around a data-parallel step --*- C++ -*-===//
+//
+// Part of Kiln. `kiln train --zero 1`: each rank keeps the optimizer state
+// of its part of every parameter only (graph::ZeroShard, the compiler's
+// @apply_step of that rank), so the state's bytes per rank fall by the
+// world size. Around apply_step a step then reduce-scatters the gradient
+// accumulators (each rank gets the sum on its part), combines the ranks'
+// gradient norms where clipping or loss scaling needs the global one, and
+// after it all-gathers the parameters (each rank's updated part to every
+// rank). The cpu devices only: MPI carries it, on the host buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_SHARDEDOPTIMIZER_H
+#define KILN_TOOLS_KILN_SHARDEDOPTIMIZER_H
+
+#include "Distributed.h"
+#include "TrainSession.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+class ShardedOptimizer {
+public:
+  /// For a session made data-parallel over `ranks` whose artifact was
+  /// compiled with zero = 1 for this rank.
+  static llvm::Expected<ShardedOptimizer> create(Communicator &ranks,
+                                                 TrainSession &session);
+
+  /// "ZeRO-1: optimizer state 1.2 MB on this rank, 2.4 MB in one process".
+  std::string describe() const;
+
+  /// After step `step`'s micro-batches, before apply_step: a heartbeat, the
+  /// reduce-scatter, and the global gradient norm bound where it is used.
+  llvm::Error beforeApply(int64_t step);
+  /// After apply_step: every rank's updated parts to every rank.
+  llvm::Error afterApply();
+
+  /// The optimizer state's bytes on this rank, and in one process (the
+  /// gradient accumulators, which every rank keeps whole, not counted).
+  uint64_t rankStateBytes() const { return rankBytes; }
+  uint64_t wholeStateBytes() const { return wholeBytes; }
+
+private:
+  ShardedOptimizer(Communicator &ranks, TrainSession &session)
+      : ranks(&ranks), session(&session) {}
+
+  struct Parameter {
+    std::string name;
+    float *values = nullptr;
+    float *accumulator = nullptr;
+    size_t elements = 0;
+    /// Each rank's part (values); empty when the parameter is not split.
+    std::vector<int> counts;
+  };
+  Communicator *ranks;
+  TrainSession *session;
+  std::vector<Parameter> parameters;
+  uint64_t rankBytes = 0, wholeBytes = 0;
+};
+
+} // namespace kiln::cli
+
+#endif // KILN_TOOLS_KILN_SHARDEDOPTIMIZER_H
