@@ -190,6 +190,13 @@ static cl::opt<int64_t> worldSize(
              "scaling efficiency over NVLink and InfiniBand"),
     cl::value_desc("N"), cl::init(1), cl::sub(kiln::cli::compileCommand),
     cl::cat(kiln::cli::optionCategory));
+static cl::opt<int64_t> zeroStage(
+    "zero",
+    cl::desc("With --stats --world N: 1 compiles rank 0's step under ZeRO-1 "
+             "(its part of the optimizer state: optimizer_state_bytes per "
+             "rank)"),
+    cl::value_desc("STAGE"), cl::init(0), cl::sub(kiln::cli::compileCommand),
+    cl::cat(kiln::cli::optionCategory));
 static cl::opt<std::string> batchDimName(
     "batch-dim",
     cl::desc("The dim --fit-batch searches (default: the model's batch dim)"),
@@ -385,6 +392,20 @@ int kiln::cli::runCompile() {
       return 1;
     }
     model = std::move(ranks->model);
+  }
+  if (zeroStage != 0) {
+    if (zeroStage != 1 || worldSize < 2) {
+      WithColor::error(errs(), "kiln")
+          << (zeroStage != 1 ? "--zero: only 1 is built (ZeRO-1)"
+                             : "--zero 1 shards the optimizer state over the "
+                               "ranks: give --world N (N > 1) with --stats")
+          << "\n";
+      return 1;
+    }
+    if (model->module) {
+      overrideTrainSetting(*model->module, "zero", 1);
+      overrideTrainSetting(*model->module, "rank", 0);
+    }
   }
   if (!model->module)
     return 1;
