@@ -86,16 +86,12 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
     return createStringError(
         "--zero 1 is not built on --device cuda: its reduce-scatter and "
         "all-gather go through MPI on host buffers (the cpu devices)");
-  if (options.zero && bucketSize.getNumOccurrences())
-    return createStringError("--bucket-size has no effect with --zero 1, "
-                             "whose gradients are reduce-scattered after the "
-                             "backward");
   std::string bucketError;
   std::optional<int64_t> bucketBytes =
       kiln::parseByteSize(bucketSize, &bucketError);
   if (!bucketBytes)
     return createStringError("--bucket-size: " + bucketError);
   options.bucketBytes = uint64_t(*bucketBytes);
-  options.overlap = parallel && device != "cuda" && !noOverlap && !options.zero;
+  options.overlap = parallel && device != "cuda" && !noOverlap;
   return options;
 }

@@ -22,8 +22,9 @@ namespace kiln::cli {
 struct DataParallelOptions {
   /// --collective-timeout (0: wait forever).
   double timeoutSeconds = 600;
-  /// Sum the gradients during the last micro-batch's backward, in buckets
-  /// of `bucketBytes` (the cpu devices without --no-overlap or --zero).
+  /// Sum (or, under --zero 1, reduce-scatter) the gradients during the
+  /// last micro-batch's backward, in buckets of `bucketBytes` (the cpu
+  /// devices without --no-overlap).
   bool overlap = false;
   uint64_t bucketBytes = 0;
   /// --zero 1: shard the optimizer state over the ranks.

@@ -128,7 +128,8 @@ int Communicator::gpu() const {
 Communicator::Communicator(Communicator &&other) noexcept
     : rank_(other.rank_), localRank_(other.localRank_), world_(other.world_),
       joined_(other.joined_), timeoutSeconds_(other.timeoutSeconds_),
-      step_(other.step_), pending_(std::move(other.pending_)) {
+      step_(other.step_), pending_(std::move(other.pending_)),
+      scattered_(std::move(other.scattered_)) {
   other.joined_ = false;
 }
 
@@ -242,6 +243,13 @@ Error Communicator::sum(void *values, size_t count, size_t elementBytes,
 struct Communicator::PendingSums {
   /// Each started bucket's requests, by bucket number.
   std::map<uint32_t, std::vector<MPI_Request>> buckets;
+  /// A reduce-scatter's result, which MPI_IN_PLACE leaves at the buffer's
+  /// start, to move to this rank's run once its bucket is done.
+  struct Move {
+    float *buffer;
+    size_t offset, count;
+  };
+  std::map<uint32_t, std::vector<Move>> moves;
 };
 #else
 struct Communicator::PendingSums {};
@@ -255,10 +263,26 @@ Error Communicator::startSum(uint32_t bucket, float *const *data,
   if (!pending_)
     pending_ = std::make_shared<PendingSums>();
   std::vector<MPI_Request> &requests = pending_->buckets[bucket];
-  for (size_t i = 0; i < count; ++i)
-    if (Error error =
-            postSum(data[i], counts[i], sizeof(float), MPI_FLOAT, requests))
-      return error;
+  for (size_t i = 0; i < count; ++i) {
+    auto scattered = scattered_.find(data[i]);
+    if (scattered == scattered_.end()) {
+      if (Error error =
+              postSum(data[i], counts[i], sizeof(float), MPI_FLOAT, requests))
+        return error;
+      continue;
+    }
+    const std::vector<int> &parts = scattered->second;
+    requests.emplace_back();
+    if (int code =
+            MPI_Ireduce_scatter(MPI_IN_PLACE, data[i], parts.data(), MPI_FLOAT,
+                                MPI_SUM, MPI_COMM_WORLD, &requests.back());
+        code != MPI_SUCCESS)
+      return mpiError("MPI_Ireduce_scatter", code);
+    size_t offset = 0;
+    for (int peer = 0; peer < rank_; ++peer)
+      offset += size_t(parts[peer]);
+    pending_->moves[bucket].push_back({data[i], offset, size_t(parts[rank_])});
+  }
 #endif
   return Error::success();
 }
@@ -288,6 +312,10 @@ Error Communicator::waitSum(uint32_t bucket) {
   if (!waitWithin(requests, timeoutSeconds_))
     return timedOut(
         formatv("the gradient all-reduce (bucket {0})", bucket).str().c_str());
+  for (const PendingSums::Move &move : pending_->moves[bucket])
+    std::memmove(move.buffer + move.offset, move.buffer,
+                 move.count * sizeof(float));
+  pending_->moves.erase(bucket);
 #endif
   return Error::success();
 }
@@ -304,27 +332,8 @@ template <typename T> Error Communicator::sumInPlace(T *values, size_t count) {
 template Error Communicator::sumInPlace(float *, size_t);
 template Error Communicator::sumInPlace(double *, size_t);
 
-Error Communicator::reduceScatter(float *values,
-                                  const std::vector<int> &counts) {
-  if (world_ == 1)
-    return Error::success();
-#ifdef KILN_HAVE_MPI
-  // MPI_IN_PLACE leaves the result at the buffer's start: it moves to this
-  // rank's run afterwards.
-  std::vector<MPI_Request> request(1);
-  if (int code =
-          MPI_Ireduce_scatter(MPI_IN_PLACE, values, counts.data(), MPI_FLOAT,
-                              MPI_SUM, MPI_COMM_WORLD, &request[0]);
-      code != MPI_SUCCESS)
-    return mpiError("MPI_Ireduce_scatter", code);
-  if (!waitWithin(request, timeoutSeconds_))
-    return timedOut("the gradient reduce-scatter");
-  size_t begin = 0;
-  for (int peer = 0; peer < rank_; ++peer)
-    begin += size_t(counts[peer]);
-  std::memmove(values + begin, values, size_t(counts[rank_]) * sizeof(float));
-#endif
-  return Error::success();
+void Communicator::scatterSums(const float *buffer, std::vector<int> counts) {
+  scattered_[buffer] = std::move(counts);
 }
 
 Error Communicator::allGather(float *values, const std::vector<int> &counts) {

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,12 +64,14 @@ public:
                        const size_t *counts, size_t count);
   llvm::Error progress();
   llvm::Error waitSum(uint32_t bucket);
-  /// ZeRO-1's collectives on an f32 buffer tiled by the ranks' runs
-  /// (`counts[r]` values for rank r, in rank order), in place, within the
-  /// timeout. reduceScatter leaves the sum of every rank's values in this
-  /// rank's run (the rest of the buffer is left undefined); allGather fills
-  /// every run with its rank's values.
-  llvm::Error reduceScatter(float *values, const std::vector<int> &counts);
+  /// ZeRO-1: from now on startSum reduce-scatters `buffer` instead of
+  /// summing it whole: it is tiled by the ranks' runs (`counts[r]` values
+  /// for rank r, in rank order), and once its bucket is waited for this
+  /// rank's run holds the sum of every rank's values there (the rest of
+  /// the buffer is left undefined).
+  void scatterSums(const float *buffer, std::vector<int> counts);
+  /// Fills every rank's run of `values` (tiled as above) with that rank's
+  /// values, in place, within the timeout.
   llvm::Error allGather(float *values, const std::vector<int> &counts);
   /// Every rank's `bytes` bytes at `part`, in rank order, into rank 0's
   /// `whole` (`wholeBytes`, which must match; ignored on the others).
@@ -111,6 +114,8 @@ private:
   /// The buckets started and not yet waited for (MPI requests).
   struct PendingSums;
   std::shared_ptr<PendingSums> pending_;
+  /// The buffers startSum reduce-scatters, with each rank's count.
+  std::map<const float *, std::vector<int>> scattered_;
 };
 
 } // namespace kiln::cli

@@ -53,6 +53,9 @@ Expected<ShardedOptimizer> ShardedOptimizer::create(Communicator &ranks,
       return sums.takeError();
     param.values = static_cast<float *>(*values);
     param.accumulator = static_cast<float *>(*sums);
+    // The step's gradient sums reduce-scatter it (GradientSums).
+    if (!param.counts.empty())
+      ranks.scatterSums(param.accumulator, param.counts);
     sharded.parameters.push_back(std::move(param));
   }
   // The state that belongs to a parameter (`<param>.<kind>`), here and
@@ -69,16 +72,7 @@ Expected<ShardedOptimizer> ShardedOptimizer::create(Communicator &ranks,
   return std::move(sharded);
 }
 
-Error ShardedOptimizer::beforeApply(int64_t step) {
-  if (Error error = ranks->heartbeat(step))
-    return error;
-  for (const Parameter &param : parameters) {
-    Error error = param.counts.empty()
-                      ? ranks->sumInPlace(param.accumulator, param.elements)
-                      : ranks->reduceScatter(param.accumulator, param.counts);
-    if (error)
-      return error;
-  }
+Error ShardedOptimizer::beforeApply() {
   if (!session->hasEntry(graph::kZeroNormEntry))
     return Error::success();
   // The global norm: the root of the sum of the ranks' squared norms.

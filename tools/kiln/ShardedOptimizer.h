@@ -3,10 +3,11 @@
 // Part of Kiln. `kiln train --zero 1`: each rank keeps the optimizer state
 // of its part of every parameter only (graph::ZeroShard, the compiler's
 // @apply_step of that rank), so the state's bytes per rank fall by the
-// world size. Around apply_step a step then reduce-scatters the gradient
-// accumulators (each rank gets the sum on its part), combines the ranks'
-// gradient norms where clipping or loss scaling needs the global one, and
-// after it all-gathers the parameters (each rank's updated part to every
+// world size. A step's gradient sums then reduce-scatter the accumulators
+// (each rank gets the sum on its part; during the backward like the sums,
+// GradientSums.h); before apply_step the ranks' gradient norms are
+// combined where clipping or loss scaling needs the global one; after it
+// the parameters are all-gathered (each rank's updated part to every
 // rank). The cpu devices only: MPI carries it, on the host buffers.
 //
 //===----------------------------------------------------------------------===//
@@ -28,16 +29,18 @@ namespace kiln::cli {
 class ShardedOptimizer {
 public:
   /// For a session made data-parallel over `ranks` whose artifact was
-  /// compiled with zero = 1 for this rank.
+  /// compiled with zero = 1 for this rank; from then on the step's gradient
+  /// sums through `ranks` reduce-scatter the split parameters'
+  /// accumulators.
   static llvm::Expected<ShardedOptimizer> create(Communicator &ranks,
                                                  TrainSession &session);
 
   /// "ZeRO-1: optimizer state 1.2 MB on this rank, 2.4 MB in one process".
   std::string describe() const;
 
-  /// After step `step`'s micro-batches, before apply_step: a heartbeat, the
-  /// reduce-scatter, and the global gradient norm bound where it is used.
-  llvm::Error beforeApply(int64_t step);
+  /// After the step's gradient sums, before apply_step: the global
+  /// gradient norm, where apply_step uses it.
+  llvm::Error beforeApply();
   /// After apply_step: every rank's updated parts to every rank.
   llvm::Error afterApply();
 

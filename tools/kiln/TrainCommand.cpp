@@ -585,9 +585,11 @@ static int train(Communicator &ranks) {
       lossSum += loss.value_or(NAN);
     }
     if (parallel) {
-      if (Error error = sharded ? sharded->beforeApply(step)
-                                : gradientSums.afterMicroBatches(step))
+      if (Error error = gradientSums.afterMicroBatches(step))
         return fail(std::move(error));
+      if (sharded)
+        if (Error error = sharded->beforeApply())
+          return fail(std::move(error));
       // The step's loss: the mean over every rank's micro-batches; whether
       // a rank was asked to stop.
       double agreed[2] = {lossSum, StopSignalScope::pendingSignal() ? 1.0 : 0};

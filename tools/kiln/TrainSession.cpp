@@ -272,15 +272,21 @@ Error TrainSession::sumGradients(Communicator &communicator) {
       return lastError("cannot sum the gradients over the ranks");
     return Error::success();
   }
+  // One bucket of every accumulator (reduce-scattered where ZeRO-1 asked
+  // the communicator to).
+  std::vector<float *> buffers;
+  std::vector<size_t> counts;
   for (const auto &[name, count] : accumulators) {
-    void *data = nullptr;
-    if (kiln_session_buffer_data(session, name.c_str(), &data) != KILN_OK)
-      return lastError(formatv("cannot reach '{0}'", name).str());
-    if (Error error =
-            communicator.sumInPlace(static_cast<float *>(data), count))
-      return error;
+    Expected<void *> data = bufferData(name);
+    if (!data)
+      return data.takeError();
+    buffers.push_back(static_cast<float *>(*data));
+    counts.push_back(count);
   }
-  return Error::success();
+  if (Error error = communicator.startSum(0, buffers.data(), counts.data(),
+                                          buffers.size()))
+    return error;
+  return communicator.waitSum(0);
 }
 
 const char *TrainSession::reportCollective(void *user, Error error) {
