@@ -122,6 +122,21 @@ TEST(Nccl, TheCpuDevicesRefuseToJoin) {
   expectError(kiln_session_sum_over_ranks(loaded.session, unknown, 1),
               KILN_ERROR_INVALID_ARGUMENT,
               {"cannot sum over the ranks 'nothing'"});
+  // ZeRO-1's reduce and gather in parts: the parts must tile the buffer,
+  // and the cpu devices have no collectives to run them with.
+  const uint64_t halves[] = {2, 2}, short_[] = {2, 1};
+  for (int32_t gather : {0, 1})
+    expectError(
+        kiln_session_parts_over_ranks(loaded.session, names, 1, halves, gather),
+        KILN_ERROR_UNSUPPORTED, {"no collectives of its own"});
+  expectError(
+      kiln_session_parts_over_ranks(loaded.session, names, 1, short_, 0),
+      KILN_ERROR_INVALID_ARGUMENT,
+      {"the ranks' parts of 'w.grad_acc' hold 3 values, the buffer 4"});
+  expectError(
+      kiln_session_parts_over_ranks(loaded.session, unknown, 1, halves, 1),
+      KILN_ERROR_INVALID_ARGUMENT,
+      {"cannot gather in parts over the ranks 'nothing'"});
 }
 
 } // namespace

@@ -36,7 +36,7 @@ static cl::opt<bool> noOverlap(
     TRAIN_OPTION);
 static cl::opt<int> zeroStage(
     "zero",
-    cl::desc("Data-parallel runs on the cpu devices: 1 shards the optimizer "
+    cl::desc("Data-parallel runs: 1 shards the optimizer "
              "state over the ranks (ZeRO-1): gradients reduce-scattered, each "
              "rank updating its part of every parameter, parameters "
              "all-gathered"),
@@ -82,10 +82,6 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
         "--zero 1 shards the optimizer state over the ranks of a "
         "data-parallel run (mpirun -np N kiln train ...); this process is the "
         "only rank");
-  if (options.zero && device == "cuda")
-    return createStringError(
-        "--zero 1 is not built on --device cuda: its reduce-scatter and "
-        "all-gather go through MPI on host buffers (the cpu devices)");
   std::string bucketError;
   std::optional<int64_t> bucketBytes =
       kiln::parseByteSize(bucketSize, &bucketError);

@@ -25,8 +25,8 @@ std::string ShardedOptimizer::describe() const {
       .str();
 }
 
-Expected<ShardedOptimizer> ShardedOptimizer::create(Communicator &ranks,
-                                                    TrainSession &session) {
+Error ShardedOptimizer::create(Communicator &ranks, TrainSession &session,
+                               std::optional<ShardedOptimizer> &result) {
   ShardedOptimizer sharded(ranks, session);
   for (const auto &[accumulator, elements] : session.gradientAccumulators()) {
     Parameter param;
@@ -45,6 +45,14 @@ Expected<ShardedOptimizer> ShardedOptimizer::create(Communicator &ranks,
               param.name, part.end - part.begin, rank));
         param.counts.push_back(int(part.end - part.begin));
       }
+    // The step's gradient sums reduce-scatter it (GradientSums): NCCL on
+    // the device, or MPI on the host buffers.
+    if (session.collectsOnDevice()) {
+      if (!param.counts.empty())
+        session.reduceInParts(accumulator, param.counts);
+      sharded.parameters.push_back(std::move(param));
+      continue;
+    }
     Expected<void *> values = session.bufferData(param.name);
     if (!values)
       return values.takeError();
@@ -53,7 +61,6 @@ Expected<ShardedOptimizer> ShardedOptimizer::create(Communicator &ranks,
       return sums.takeError();
     param.values = static_cast<float *>(*values);
     param.accumulator = static_cast<float *>(*sums);
-    // The step's gradient sums reduce-scatter it (GradientSums).
     if (!param.counts.empty())
       ranks.scatterSums(param.accumulator, param.counts);
     sharded.parameters.push_back(std::move(param));
@@ -69,7 +76,8 @@ Expected<ShardedOptimizer> ShardedOptimizer::create(Communicator &ranks,
       sharded.wholeBytes += state.bytes / state.elements * param.elements;
     }
   }
-  return std::move(sharded);
+  result.emplace(std::move(sharded));
+  return Error::success();
 }
 
 Error ShardedOptimizer::beforeApply() {
@@ -91,6 +99,16 @@ Error ShardedOptimizer::beforeApply() {
 Error ShardedOptimizer::afterApply() {
   if (Error error = session->finish("apply_step"))
     return error;
+  if (session->collectsOnDevice()) {
+    std::vector<std::string> names;
+    std::vector<std::vector<int>> counts;
+    for (const Parameter &param : parameters)
+      if (!param.counts.empty()) {
+        names.push_back(param.name);
+        counts.push_back(param.counts);
+      }
+    return session->gatherParts(names, counts);
+  }
   for (const Parameter &param : parameters)
     if (!param.counts.empty())
       if (Error error = ranks->allGather(param.values, param.counts))

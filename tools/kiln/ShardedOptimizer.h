@@ -8,7 +8,8 @@
 // GradientSums.h); before apply_step the ranks' gradient norms are
 // combined where clipping or loss scaling needs the global one; after it
 // the parameters are all-gathered (each rank's updated part to every
-// rank). The cpu devices only: MPI carries it, on the host buffers.
+// rank). MPI carries it on the host buffers of the cpu devices, NCCL on
+// the GPU (an ncclReduce onto, an ncclBroadcast from each rank's run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +34,8 @@ public:
   /// compiled with zero = 1 for this rank; from then on the step's gradient
   /// sums through `ranks` reduce-scatter the split parameters'
   /// accumulators.
-  static llvm::Expected<ShardedOptimizer> create(Communicator &ranks,
-                                                 TrainSession &session);
+  static llvm::Error create(Communicator &ranks, TrainSession &session,
+                            std::optional<ShardedOptimizer> &sharded);
 
   /// "ZeRO-1: optimizer state 1.2 MB on this rank, 2.4 MB in one process".
   std::string describe() const;
@@ -55,6 +57,7 @@ private:
 
   struct Parameter {
     std::string name;
+    /// The host buffers (the cpu devices; null on cuda).
     float *values = nullptr;
     float *accumulator = nullptr;
     size_t elements = 0;

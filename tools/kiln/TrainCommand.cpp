@@ -364,11 +364,8 @@ static int train(Communicator &ranks) {
   }
   std::optional<ShardedOptimizer> sharded;
   if (zero) {
-    Expected<ShardedOptimizer> created =
-        ShardedOptimizer::create(ranks, session);
-    if (!created)
-      return fail(created.takeError());
-    sharded.emplace(std::move(*created));
+    if (Error error = ShardedOptimizer::create(ranks, session, sharded))
+      return fail(std::move(error));
     progress.message(sharded->describe());
   }
   {

@@ -263,13 +263,26 @@ static npy::Array sliceRows(const npy::Array &array, int64_t first,
 
 Error TrainSession::sumGradients(Communicator &communicator) {
   if (device == "cuda") {
-    // NCCL sums the device's accumulators, on the GPU.
-    std::vector<const char *> names;
-    for (const auto &accumulator : accumulators)
-      names.push_back(accumulator.first.c_str());
+    // NCCL sums the device's accumulators, on the GPU (under ZeRO-1 the
+    // parted ones onto their ranks' runs).
+    std::vector<const char *> names, parted;
+    std::vector<uint64_t> parts;
+    for (const auto &accumulator : accumulators) {
+      auto found = partedAccumulators.find(accumulator.first);
+      if (found == partedAccumulators.end()) {
+        names.push_back(accumulator.first.c_str());
+        continue;
+      }
+      parted.push_back(accumulator.first.c_str());
+      parts.insert(parts.end(), found->second.begin(), found->second.end());
+    }
     if (kiln_session_sum_over_ranks(session, names.data(), names.size()) !=
         KILN_OK)
       return lastError("cannot sum the gradients over the ranks");
+    if (!parted.empty() &&
+        kiln_session_parts_over_ranks(session, parted.data(), parted.size(),
+                                      parts.data(), /*gather=*/0) != KILN_OK)
+      return lastError("cannot reduce the gradients' parts onto their ranks");
     return Error::success();
   }
   // One bucket of every accumulator (reduce-scattered where ZeRO-1 asked
@@ -514,6 +527,25 @@ Error TrainSession::saveGathered(const std::string &path,
                                             metadata.c_str(), &gather,
                                             communicator.isLeader()) != KILN_OK)
     return lastError("cannot save '" + path + "'");
+  return Error::success();
+}
+
+void TrainSession::reduceInParts(const std::string &accumulator,
+                                 std::vector<int> counts) {
+  partedAccumulators[accumulator] = std::move(counts);
+}
+
+Error TrainSession::gatherParts(const std::vector<std::string> &names,
+                                const std::vector<std::vector<int>> &counts) {
+  std::vector<const char *> pointers;
+  std::vector<uint64_t> parts;
+  for (auto [name, perRank] : llvm::zip_equal(names, counts)) {
+    pointers.push_back(name.c_str());
+    parts.insert(parts.end(), perRank.begin(), perRank.end());
+  }
+  if (kiln_session_parts_over_ranks(session, pointers.data(), pointers.size(),
+                                    parts.data(), /*gather=*/1) != KILN_OK)
+    return lastError("cannot gather the parameters' parts from their ranks");
   return Error::success();
 }
 

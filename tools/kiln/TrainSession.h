@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,6 +103,17 @@ public:
   }
   /// The plan's optimizer state buffers.
   std::vector<StateBuffer> optimizerState() const;
+  /// Whether the ranks' collectives run on the device (cuda: NCCL) rather
+  /// than over MPI on host buffers.
+  bool collectsOnDevice() const { return device == "cuda"; }
+  /// ZeRO-1 on the device: sumGradients reduces `accumulator`'s runs (one
+  /// per rank, `counts` values each) onto their ranks instead of summing
+  /// it whole.
+  void reduceInParts(const std::string &accumulator, std::vector<int> counts);
+  /// ZeRO-1 on the device: every rank's run of each of `names` (tiled as
+  /// `counts[i]`) to every rank.
+  llvm::Error gatherParts(const std::vector<std::string> &names,
+                          const std::vector<std::vector<int>> &counts);
   /// The host memory of the persistent buffer `name` (the cpu devices).
   llvm::Expected<void *> bufferData(llvm::StringRef name);
   /// Binds the scalar input `name` (f32 or f64, as the plan has it).
@@ -168,6 +180,8 @@ private:
   static const char *reportCollective(void *user, llvm::Error error);
   /// The gradient accumulators a data-parallel step sums: name, f32 count.
   std::vector<std::pair<std::string, size_t>> accumulators;
+  /// reduceInParts' accumulators, with each rank's count.
+  std::map<std::string, std::vector<int>> partedAccumulators;
   std::vector<std::string> entries;
   llvm::StringMap<std::pair<kiln_dtype, std::vector<int64_t>>> outputs;
 };

@@ -421,6 +421,18 @@ KILN_API kiln_status kiln_session_join_nccl(kiln_session *session,
 KILN_API kiln_status kiln_session_sum_over_ranks(kiln_session *session,
                                                  const char *const *names,
                                                  size_t count);
+/** ZeRO-1 on the GPU: each f32 buffer of `names` is tiled by the ranks'
+ * runs, `parts[i * world + r]` values of buffer i for rank r, in rank order.
+ * With `gather` 0, rank r's run of every buffer becomes the sum of every
+ * rank's values there (an ncclReduce to rank r; the rest of the buffer is
+ * left undefined); with `gather` 1, every rank's run r becomes rank r's (an
+ * ncclBroadcast from r). Runs after the runs before it; returns once done.
+ * Faults as kiln_session_sum_over_ranks. */
+KILN_API kiln_status kiln_session_parts_over_ranks(kiln_session *session,
+                                                   const char *const *names,
+                                                   size_t count,
+                                                   const uint64_t *parts,
+                                                   int32_t gather);
 /** The seed the parameters were initialized with (or loaded from a
  * checkpoint). */
 KILN_API kiln_status kiln_session_get_seed(const kiln_session *session,

@@ -468,7 +468,30 @@ kiln_status kiln_session_sum_over_ranks(kiln_session *session,
       KILN_REQUIRE(names[i]);
       list.emplace_back(names[i]);
     }
-    return session->session->sumOverRanks(list);
+    return session->session->collectOverRanks(list, RankCollective::Kind::Sum);
+  });
+}
+
+kiln_status kiln_session_parts_over_ranks(kiln_session *session,
+                                          const char *const *names,
+                                          size_t count, const uint64_t *parts,
+                                          int32_t gather) {
+  return guarded("kiln_session_parts_over_ranks", session, [&] {
+    KILN_REQUIRE(session);
+    if (count) {
+      KILN_REQUIRE(names);
+      KILN_REQUIRE(parts);
+    }
+    std::vector<std::string> list;
+    for (size_t i = 0; i < count; ++i) {
+      KILN_REQUIRE(names[i]);
+      list.emplace_back(names[i]);
+    }
+    return session->session->collectOverRanks(
+        list,
+        gather ? RankCollective::Kind::GatherParts
+               : RankCollective::Kind::ReduceParts,
+        parts);
   });
 }
 

@@ -13,7 +13,8 @@ OpChecks::~OpChecks() = default;
 Device::~Device() = default;
 OpHook::~OpHook() = default;
 
-/// Device::joinRanks and sumOverRanks where the device has no collectives.
+/// Device::joinRanks and collectOverRanks where the device has no
+/// collectives.
 static Result noCollectives() {
   return Result::error(KILN_ERROR_UNSUPPORTED,
                        "this device has no collectives of its own (NCCL is "
@@ -25,7 +26,7 @@ Result Device::joinRanks(const void *, int, int, double) {
   return noCollectives();
 }
 
-Result Device::sumOverRanks(const std::vector<uint32_t> &) {
+Result Device::collectOverRanks(const std::vector<RankCollective> &) {
   return noCollectives();
 }
 

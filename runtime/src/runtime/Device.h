@@ -85,6 +85,17 @@ struct RunOptions {
   OpHook *hook = nullptr;
 };
 
+/// A persistent f32 buffer's collective over the ranks (Device::
+/// collectOverRanks): summed whole, or, for ZeRO-1, tiled by the ranks'
+/// runs (`parts[r]` values for rank r, in rank order), each run reduced
+/// onto its rank (the rest left undefined) or gathered from it.
+struct RankCollective {
+  enum class Kind { Sum, ReduceParts, GatherParts };
+  uint32_t id;
+  Kind kind = Kind::Sum;
+  std::vector<size_t> parts;
+};
+
 class Device {
 public:
   virtual ~Device();
@@ -120,9 +131,10 @@ public:
   /// The cpu devices have none (the caller sums their host buffers).
   virtual Result joinRanks(const void *id, int rank, int world,
                            double timeoutSeconds);
-  /// Sums f32 persistent buffers `ids` over the joined ranks, in place, once
-  /// the runs before it are done; the device then holds the newer bytes.
-  virtual Result sumOverRanks(const std::vector<uint32_t> &ids);
+  /// Runs `work`'s collectives on f32 persistent buffers over the joined
+  /// ranks, in place, once the runs before it are done; the device then
+  /// holds the newer bytes.
+  virtual Result collectOverRanks(const std::vector<RankCollective> &work);
 };
 
 } // namespace runtime

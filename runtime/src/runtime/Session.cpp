@@ -84,14 +84,33 @@ Result Session::joinRanks(const void *id, double timeoutSeconds) {
                             static_cast<int>(world_), timeoutSeconds);
 }
 
-Result Session::sumOverRanks(const std::vector<std::string> &names) {
-  std::vector<uint32_t> ids;
-  for (const std::string &name : names) {
+Result Session::collectOverRanks(const std::vector<std::string> &names,
+                                 RankCollective::Kind kind,
+                                 const uint64_t *parts) {
+  std::vector<RankCollective> work;
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  const char *what = kind == RankCollective::Kind::Sum ? "sum over the ranks"
+                     : kind == RankCollective::Kind::ReduceParts
+                         ? "reduce in parts over the ranks"
+                         : "gather in parts over the ranks";
+  for (size_t i = 0; i < names.size(); ++i) {
     int64_t id;
-    KILN_RETURN_IF_ERROR(findPersistent(name, "sum over the ranks", id));
-    ids.push_back(static_cast<uint32_t>(id));
+    KILN_RETURN_IF_ERROR(findPersistent(names[i], what, id));
+    RankCollective collective{static_cast<uint32_t>(id), kind, {}};
+    if (kind != RankCollective::Kind::Sum) {
+      uint64_t total = 0;
+      for (uint64_t rank = 0; rank < world_; ++rank) {
+        collective.parts.push_back(parts[i * world_ + rank]);
+        total += parts[i * world_ + rank];
+      }
+      if (total != static_cast<uint64_t>(buffers[id].numElements))
+        return invalidArgument("the ranks' parts of '" + names[i] + "' hold " +
+                               std::to_string(total) + " values, the buffer " +
+                               std::to_string(buffers[id].numElements));
+    }
+    work.push_back(std::move(collective));
   }
-  return device_->sumOverRanks(ids);
+  return device_->collectOverRanks(work);
 }
 
 Result Session::create(std::shared_ptr<const Artifact> artifact,

@@ -87,8 +87,11 @@ public:
   /// Joins this session's rank among the data-parallel ranks on the
   /// device's own collectives (Device::joinRanks).
   Result joinRanks(const void *id, double timeoutSeconds);
-  /// Sums persistent f32 buffers `names` over the ranks on the device.
-  Result sumOverRanks(const std::vector<std::string> &names);
+  /// Sums persistent f32 buffers `names` over the ranks on the device, or
+  /// with `parts` (names x world values) reduces or gathers their runs.
+  Result collectOverRanks(const std::vector<std::string> &names,
+                          RankCollective::Kind kind,
+                          const uint64_t *parts = nullptr);
   /// kiln_session_overlap_gradient_sums: arms the next accumulate_step.
   Result armGradientOverlap(const kiln_collectives &collectives,
                             uint64_t bucketBytes);

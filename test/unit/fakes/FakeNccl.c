@@ -13,11 +13,13 @@
  * MPI (bench/device/run.sh's dry run): its sums are the values. A
  * non-blocking communicator (config blocking = 0) answers ncclInProgress
  * from init and from ncclGroupEnd, and then from its next
- * ncclCommGetAsyncError, as NCCL's may. ncclAllReduce (f32 sums) is stream
- * work of the fake driver: when the stream reaches it, it starts an
- * MPI_Iallreduce that each poll tests, so a query of an event after it is
- * not ready until every rank took part, and an aborted communicator
- * (ncclCommAbort) lets it end. For fault tests:
+ * ncclCommGetAsyncError, as NCCL's may. ncclAllReduce, ncclReduce (f32
+ * sums, in place) and ncclBroadcast (in place) are stream work of the fake
+ * driver: when the stream reaches one, it starts an MPI_Iallreduce,
+ * MPI_Ireduce or MPI_Ibcast that each poll tests, so a query of an event
+ * after it is not ready until every rank took part, and an aborted
+ * communicator (ncclCommAbort) lets it end. For fault tests (collectives
+ * counted together):
  *
  *   KILN_FAKE_NCCL_ERROR_AT=K   the K-th all-reduce (1: the first) never
  *                               starts and the communicator's asynchronous
@@ -258,14 +260,18 @@ FAKE_API ncclResult_t ncclGroupEnd(void) {
 
 /* --- All-reduce as stream work of the fake driver ------------------------ */
 
+enum Collective { kAllReduce, kReduce, kBroadcast };
+
 struct Reduction {
   struct Comm *comm;
   float *data;
   size_t count;
-  /* Which all-reduce it is, from 1, and its MPI request (heap memory the
+  /* Which collective it is, from 1, and its MPI request (heap memory the
      copies of the payload share). */
   int index;
   MPI_Request *request;
+  enum Collective kind;
+  int root;
 };
 
 static void startReduction(const void *payload) {
@@ -282,8 +288,24 @@ static void startReduction(const void *payload) {
     return;
   if (comm->mpi == MPI_COMM_NULL)
     return; /* a group of one without MPI: nothing to exchange */
-  MPI_Iallreduce(MPI_IN_PLACE, work->data, (int)work->count, MPI_FLOAT, MPI_SUM,
-                 comm->mpi, work->request);
+  int n = (int)work->count;
+  switch (work->kind) {
+  case kAllReduce:
+    MPI_Iallreduce(MPI_IN_PLACE, work->data, n, MPI_FLOAT, MPI_SUM, comm->mpi,
+                   work->request);
+    break;
+  case kReduce:
+    if (comm->rank == work->root)
+      MPI_Ireduce(MPI_IN_PLACE, work->data, n, MPI_FLOAT, MPI_SUM, work->root,
+                  comm->mpi, work->request);
+    else
+      MPI_Ireduce(work->data, 0, n, MPI_FLOAT, MPI_SUM, work->root, comm->mpi,
+                  work->request);
+    break;
+  case kBroadcast:
+    MPI_Ibcast(work->data, n, MPI_FLOAT, work->root, comm->mpi, work->request);
+    break;
+  }
 }
 
 static int pollReduction(const void *payload) {
@@ -308,14 +330,19 @@ typedef int (*EnqueuePolled)(void *stream, void (*start)(const void *),
                              int (*poll)(const void *), const void *payload,
                              size_t bytes);
 
-FAKE_API ncclResult_t ncclAllReduce(const void *send, void *receive,
-                                    size_t count, int dataType, int op,
-                                    struct Comm *comm, void *stream) {
+/* Queues `kind` on `stream`: f32 values in place (`send` == `receive`). */
+static ncclResult_t enqueueCollective(enum Collective kind, const char *name,
+                                      const void *send, void *receive,
+                                      size_t count, int dataType, int op,
+                                      int root, struct Comm *comm,
+                                      void *stream) {
   if (!comm || comm->aborted)
     return failWith(ncclInvalidUsage, "no communicator, or an aborted one");
   if (dataType != ncclFloat32 || op != ncclSum || send != receive)
     return failWith(ncclInvalidArgument,
                     "the fake NCCL sums f32 buffers in place only");
+  if (root < 0 || root >= comm->world)
+    return failWith(ncclInvalidArgument, "the root is not a rank");
   const char *path = getenv("KILN_LIBCUDA");
   void *driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : 0;
   EnqueuePolled enqueue =
@@ -326,12 +353,38 @@ FAKE_API ncclResult_t ncclAllReduce(const void *send, void *receive,
                     "the fake NCCL runs on the fake driver (KILN_LIBCUDA)");
   if (groupDepth)
     groupComm = comm;
-  struct Reduction work = {comm, receive, count, ++comm->queued,
-                           malloc(sizeof(MPI_Request))};
+  struct Reduction work = {
+      comm, receive, count, ++comm->queued, malloc(sizeof(MPI_Request)),
+      kind, root};
   *work.request = MPI_REQUEST_NULL;
   ++comm->inFlight;
-  trace("ncclAllReduce %zu floats (all-reduce %d)", count, work.index);
+  if (kind == kAllReduce)
+    trace("%s %zu floats (collective %d)", name, count, work.index);
+  else
+    trace("%s %zu floats root %d (collective %d)", name, count, root,
+          work.index);
   return enqueue(stream, startReduction, pollReduction, &work, sizeof work)
              ? failWith(ncclInternalError, "the fake driver refused the work")
              : ncclSuccess;
+}
+
+FAKE_API ncclResult_t ncclAllReduce(const void *send, void *receive,
+                                    size_t count, int dataType, int op,
+                                    struct Comm *comm, void *stream) {
+  return enqueueCollective(kAllReduce, "ncclAllReduce", send, receive, count,
+                           dataType, op, 0, comm, stream);
+}
+
+FAKE_API ncclResult_t ncclReduce(const void *send, void *receive, size_t count,
+                                 int dataType, int op, int root,
+                                 struct Comm *comm, void *stream) {
+  return enqueueCollective(kReduce, "ncclReduce", send, receive, count,
+                           dataType, op, root, comm, stream);
+}
+
+FAKE_API ncclResult_t ncclBroadcast(const void *send, void *receive,
+                                    size_t count, int dataType, int root,
+                                    struct Comm *comm, void *stream) {
+  return enqueueCollective(kBroadcast, "ncclBroadcast", send, receive, count,
+                           dataType, ncclSum, root, comm, stream);
 }

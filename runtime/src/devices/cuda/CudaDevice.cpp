@@ -104,15 +104,20 @@ Result CudaDevice::joinRanks(const void *id, int rank, int world,
   return executor_->joinRanks(id, rank, world, timeoutSeconds);
 }
 
-Result CudaDevice::sumOverRanks(const std::vector<uint32_t> &ids) {
+Result
+CudaDevice::collectOverRanks(const std::vector<runtime::RankCollective> &work) {
   KILN_RETURN_IF_ERROR(finish());
-  // The device sums its own copies: the host's newer bytes go up first.
+  std::vector<uint32_t> ids;
+  for (const runtime::RankCollective &collective : work)
+    ids.push_back(collective.id);
+  // The device works on its own copies: the host's newer bytes go up
+  // first.
   for (uint32_t id : ids)
     if (hostNewer_[id] || handedOut_[id]) {
       KILN_RETURN_IF_ERROR(executor_->copyIn(id, host_[id]));
       hostNewer_[id] = false;
     }
-  KILN_RETURN_IF_ERROR(executor_->sumOverRanks(ids));
+  KILN_RETURN_IF_ERROR(executor_->collectOverRanks(work));
   for (uint32_t id : ids) {
     deviceNewer_[id] = true;
     if (handedOut_[id])

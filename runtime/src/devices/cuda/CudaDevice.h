@@ -61,7 +61,8 @@ public:
   std::string describeOp(size_t entry, size_t op) const override;
   Result joinRanks(const void *id, int rank, int world,
                    double timeoutSeconds) override;
-  Result sumOverRanks(const std::vector<uint32_t> &ids) override;
+  Result
+  collectOverRanks(const std::vector<runtime::RankCollective> &work) override;
 
 private:
   CudaDevice() = default;

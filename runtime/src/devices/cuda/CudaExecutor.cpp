@@ -533,18 +533,21 @@ Result Executor::joinRanks(const void *id, int rank, int world,
                          ranks_);
 }
 
-Result Executor::sumOverRanks(const std::vector<uint32_t> &ids) {
+Result
+Executor::collectOverRanks(const std::vector<runtime::RankCollective> &work) {
   if (!ranks_)
     return invalidArgument("the session joined no ranks "
                            "(kiln_session_join_nccl)");
   const std::vector<runtime::BufferInfo> &buffers = artifact_->getBuffers();
-  std::vector<std::pair<CUdeviceptr, size_t>> floats;
-  for (uint32_t id : ids) {
-    if (buffers[id].dtype != plan::DType::F32)
-      return invalidArgument("cannot sum '" + buffers[id].name +
+  std::vector<NcclFloats> floats;
+  for (const runtime::RankCollective &collective : work) {
+    const runtime::BufferInfo &buffer = buffers[collective.id];
+    if (buffer.dtype != plan::DType::F32)
+      return invalidArgument("cannot collect '" + buffer.name +
                              "' over the ranks: it is not f32");
-    floats.emplace_back(pointer(id),
-                        static_cast<size_t>(buffers[id].numElements));
+    floats.push_back({pointer(collective.id),
+                      static_cast<size_t>(buffer.numElements), collective.kind,
+                      collective.parts});
   }
-  return ranks_->sumFloats(floats);
+  return ranks_->collectFloats(floats);
 }

@@ -78,7 +78,7 @@ public:
   Result joinRanks(const void *id, int rank, int world, double timeoutSeconds);
   /// Sums f32 buffers `ids` over the joined ranks in place, after the work
   /// queued so far; returns once done.
-  Result sumOverRanks(const std::vector<uint32_t> &ids);
+  Result collectOverRanks(const std::vector<runtime::RankCollective> &work);
   /// What op `index` of entry `entry` runs on the GPU: a kernel's grid and
   /// block, a GEMM's cuBLASLt problem and algorithm.
   std::string describeDeviceOp(size_t entry, size_t index) const;

@@ -70,6 +70,8 @@ std::unique_ptr<Nccl> Nccl::load(std::string &error) {
   take("ncclCommFinalize", api.ncclCommFinalize);
   take("ncclCommDestroy", api.ncclCommDestroy);
   take("ncclAllReduce", api.ncclAllReduce);
+  take("ncclReduce", api.ncclReduce);
+  take("ncclBroadcast", api.ncclBroadcast);
   take("ncclGroupStart", api.ncclGroupStart);
   take("ncclGroupEnd", api.ncclGroupEnd);
   take("ncclGetErrorString", api.ncclGetErrorString);
@@ -220,8 +222,7 @@ Result NcclRanks::watch(const std::string &what, Done done) {
   }
 }
 
-Result NcclRanks::sumFloats(
-    const std::vector<std::pair<CUdeviceptr, size_t>> &buffers) {
+Result NcclRanks::collectFloats(const std::vector<NcclFloats> &buffers) {
   if (failed_ || !comm_)
     return deviceError("the NCCL communicator was aborted after an earlier "
                        "failure");
@@ -234,26 +235,51 @@ Result NcclRanks::sumFloats(
     if (!failed.empty())
       return fail(failed);
   size_t bytes = 0;
-  // One group: NCCL fuses the buffers' all-reduces into few kernels.
+  using Kind = runtime::RankCollective::Kind;
+  const char *call = "ncclAllReduce";
+  // One group: NCCL fuses the buffers' collectives into few kernels.
   NcclResult result = api.ncclGroupStart();
-  for (const auto &[pointer, count] : buffers) {
-    if (result != kNcclSuccess)
-      break;
-    void *data = reinterpret_cast<void *>(pointer);
-    result = api.ncclAllReduce(data, data, count, kNcclFloat32, kNcclSum, comm_,
-                               stream_);
-    bytes += count * sizeof(float);
+  for (const NcclFloats &buffer : buffers) {
+    auto *data = reinterpret_cast<float *>(buffer.pointer);
+    bytes += buffer.count * sizeof(float);
+    if (buffer.kind == Kind::Sum) {
+      if (result == kNcclSuccess)
+        result = api.ncclAllReduce(data, data, buffer.count, kNcclFloat32,
+                                   kNcclSum, comm_, stream_);
+      continue;
+    }
+    // Rank r's run: reduced onto r, or broadcast from it.
+    size_t offset = 0;
+    for (int root = 0; root < world_ && result == kNcclSuccess; ++root) {
+      size_t count = buffer.parts[root];
+      float *run = data + offset;
+      offset += count;
+      if (buffer.kind == Kind::ReduceParts) {
+        call = "ncclReduce";
+        result = api.ncclReduce(run, run, count, kNcclFloat32, kNcclSum, root,
+                                comm_, stream_);
+      } else {
+        call = "ncclBroadcast";
+        result = api.ncclBroadcast(run, run, count, kNcclFloat32, root, comm_,
+                                   stream_);
+      }
+    }
   }
   NcclResult ended = api.ncclGroupEnd();
   if (result == kNcclSuccess)
     result = ended;
   if (result != kNcclSuccess && result != kNcclInProgress)
-    return fail(nccl_->describeError("ncclAllReduce", result, comm_));
+    return fail(nccl_->describeError(call, result, comm_));
   // A non-blocking communicator may still be queueing the group's work
   // when ncclGroupEnd returns: the stream is NCCL's until its state says
   // success.
-  std::string what =
-      "the all-reduce of " + std::to_string(bytes) + " gradient bytes";
+  Kind kind = buffers.empty() ? Kind::Sum : buffers.front().kind;
+  std::string what = std::string(kind == Kind::Sum           ? "the all-reduce"
+                                 : kind == Kind::ReduceParts ? "the reduce"
+                                                             : "the gather") +
+                     " of " + std::to_string(bytes) +
+                     (kind == Kind::GatherParts ? " parameter" : " gradient") +
+                     " bytes";
   if (result == kNcclInProgress)
     KILN_RETURN_IF_ERROR(watch("queueing " + what, [] { return true; }));
   for (const std::string &failed :

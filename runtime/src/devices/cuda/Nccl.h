@@ -19,6 +19,7 @@
 #define KILN_DEVICES_CUDA_NCCL_H
 
 #include "CudaContext.h"
+#include "Device.h"
 #include "Result.h"
 
 #include <cstddef>
@@ -69,6 +70,12 @@ struct NcclApi {
   NcclResult (*ncclAllReduce)(const void *send, void *receive, size_t count,
                               int dataType, int op, NcclComm comm,
                               CUstream stream) = nullptr;
+  NcclResult (*ncclReduce)(const void *send, void *receive, size_t count,
+                           int dataType, int op, int root, NcclComm comm,
+                           CUstream stream) = nullptr;
+  NcclResult (*ncclBroadcast)(const void *send, void *receive, size_t count,
+                              int dataType, int root, NcclComm comm,
+                              CUstream stream) = nullptr;
   NcclResult (*ncclGroupStart)() = nullptr;
   NcclResult (*ncclGroupEnd)() = nullptr;
   const char *(*ncclGetErrorString)(NcclResult result) = nullptr;
@@ -100,6 +107,14 @@ private:
   std::string description_;
 };
 
+/// One f32 buffer's collective (runtime::RankCollective on the device).
+struct NcclFloats {
+  CUdeviceptr pointer;
+  size_t count;
+  runtime::RankCollective::Kind kind;
+  std::vector<size_t> parts;
+};
+
 /// This rank's communicator among `world` GPUs, and its stream.
 class NcclRanks {
 public:
@@ -112,9 +127,11 @@ public:
   /// Finalizes and destroys the communicator, or aborts it after a failure.
   ~NcclRanks();
 
-  /// Sums f32 `buffers` (device pointer, element count) over the ranks, in
-  /// place, after the work queued on the compute stream; returns once done.
-  Result sumFloats(const std::vector<std::pair<CUdeviceptr, size_t>> &buffers);
+  /// Runs `buffers`' collectives over the ranks, in place, as one NCCL
+  /// group, after the work queued on the compute stream: an all-reduce,
+  /// or one ncclReduce (ncclBroadcast) per rank's run onto (from) that
+  /// rank; returns once done.
+  Result collectFloats(const std::vector<NcclFloats> &buffers);
 
 private:
   NcclRanks(const Driver &driver, const Context &context)
