@@ -336,20 +336,26 @@ void Communicator::scatterSums(const float *buffer, std::vector<int> counts) {
   scattered_[buffer] = std::move(counts);
 }
 
-Error Communicator::allGather(float *values, const std::vector<int> &counts) {
+Error Communicator::allGather(
+    const std::vector<std::pair<float *, std::vector<int>>> &buffers) {
   if (world_ == 1)
     return Error::success();
 #ifdef KILN_HAVE_MPI
-  std::vector<int> displacements(counts.size(), 0);
-  for (size_t peer = 1; peer < counts.size(); ++peer)
-    displacements[peer] = displacements[peer - 1] + counts[peer - 1];
-  std::vector<MPI_Request> request(1);
-  if (int code = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values,
-                                 counts.data(), displacements.data(), MPI_FLOAT,
-                                 MPI_COMM_WORLD, &request[0]);
-      code != MPI_SUCCESS)
-    return mpiError("MPI_Iallgatherv", code);
-  if (!waitWithin(request, timeoutSeconds_))
+  // All posted, then waited for together.
+  std::vector<std::vector<int>> displacements;
+  std::vector<MPI_Request> requests(buffers.size());
+  for (auto [index, buffer] : llvm::enumerate(buffers)) {
+    const std::vector<int> &counts = buffer.second;
+    std::vector<int> &offsets = displacements.emplace_back(counts.size(), 0);
+    for (size_t peer = 1; peer < counts.size(); ++peer)
+      offsets[peer] = offsets[peer - 1] + counts[peer - 1];
+    if (int code = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+                                   buffer.first, counts.data(), offsets.data(),
+                                   MPI_FLOAT, MPI_COMM_WORLD, &requests[index]);
+        code != MPI_SUCCESS)
+      return mpiError("MPI_Iallgatherv", code);
+  }
+  if (!waitWithin(requests, timeoutSeconds_))
     return timedOut("the parameter all-gather");
 #endif
   return Error::success();

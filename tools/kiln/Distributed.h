@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::cli {
@@ -70,9 +71,10 @@ public:
   /// rank's run holds the sum of every rank's values there (the rest of
   /// the buffer is left undefined).
   void scatterSums(const float *buffer, std::vector<int> counts);
-  /// Fills every rank's run of `values` (tiled as above) with that rank's
-  /// values, in place, within the timeout.
-  llvm::Error allGather(float *values, const std::vector<int> &counts);
+  /// Fills every rank's run of each buffer (tiled as above by its counts)
+  /// with that rank's values, in place, within the timeout.
+  llvm::Error
+  allGather(const std::vector<std::pair<float *, std::vector<int>>> &buffers);
   /// Every rank's `bytes` bytes at `part`, in rank order, into rank 0's
   /// `whole` (`wholeBytes`, which must match; ignored on the others).
   llvm::Error gatherToLeader(const void *part, size_t bytes, void *whole,

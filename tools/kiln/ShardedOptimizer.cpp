@@ -109,9 +109,9 @@ Error ShardedOptimizer::afterApply() {
       }
     return session->gatherParts(names, counts);
   }
+  std::vector<std::pair<float *, std::vector<int>>> parts;
   for (const Parameter &param : parameters)
     if (!param.counts.empty())
-      if (Error error = ranks->allGather(param.values, param.counts))
-        return error;
-  return Error::success();
+      parts.emplace_back(param.values, param.counts);
+  return ranks->allGather(parts);
 }
