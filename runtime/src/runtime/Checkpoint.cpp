@@ -57,16 +57,6 @@ bool isCheckpointed(const BufferInfo &buffer) {
          !isWeightCopy(buffer);
 }
 
-/// Whether `buffer` accumulates a parameter's gradient over micro-batches
-/// (`<param>.grad_acc`, TrainStep.h).
-bool isGradientAccumulator(const BufferInfo &buffer) {
-  const std::string suffix = ".grad_acc";
-  return buffer.kind == plan::BufferKind::OptimizerState &&
-         buffer.name.size() > suffix.size() &&
-         buffer.name.compare(buffer.name.size() - suffix.size(), suffix.size(),
-                             suffix) == 0;
-}
-
 /// Parses a decimal uint64 metadata value.
 bool parseUnsigned(const std::string &text, uint64_t &value) {
   if (text.empty() || text.size() > 20)
@@ -91,6 +81,13 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 }
 
 } // namespace
+
+bool kiln::runtime::isGradientAccumulator(const BufferInfo &buffer) {
+  const std::string suffix = ".grad_acc";
+  return buffer.name.size() > suffix.size() &&
+         buffer.name.compare(buffer.name.size() - suffix.size(), suffix.size(),
+                             suffix) == 0;
+}
 
 Result Session::saveCheckpoint(const std::string &path,
                                const std::string &userMetadata,

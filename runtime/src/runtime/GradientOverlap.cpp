@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradientOverlap.h"
+#include "Session.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,14 +15,6 @@ using namespace kiln;
 using namespace kiln::runtime;
 
 namespace {
-bool isGradientAccumulator(const BufferInfo &buffer) {
-  const std::string suffix = ".grad_acc";
-  return buffer.dtype == plan::DType::F32 &&
-         buffer.name.size() > suffix.size() &&
-         buffer.name.compare(buffer.name.size() - suffix.size(), suffix.size(),
-                             suffix) == 0;
-}
-
 uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - start)
@@ -42,7 +35,8 @@ runtime::planGradientBuckets(const Artifact &artifact, size_t entry,
   // The accumulators in the order their sums can start (ties by id).
   std::vector<uint32_t> order;
   for (uint32_t id = 0; id < buffers.size(); ++id)
-    if (isGradientAccumulator(buffers[id]))
+    if (isGradientAccumulator(buffers[id]) &&
+        buffers[id].dtype == plan::DType::F32)
       order.push_back(id);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return lastTouch[a] < lastTouch[b];

@@ -32,6 +32,9 @@ namespace runtime {
 /// Whether `buffer` is mixed precision's low-precision copy of a weight
 /// (WeightCopies.cpp): derived from its parameter, not checkpointed.
 bool isWeightCopy(const BufferInfo &buffer);
+/// Whether `buffer` accumulates a parameter's gradient over micro-batches
+/// (`<param>.grad_acc` state, TrainStep.h; Checkpoint.cpp).
+bool isGradientAccumulator(const BufferInfo &buffer);
 
 class Session {
 public:
