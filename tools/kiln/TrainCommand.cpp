@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckpointMetadata.h"
 #include "Commands.h"
 #include "DataParallelOptions.h"
 #include "Distributed.h"
@@ -181,15 +182,10 @@ static int fail(Error error) {
   return fail(message);
 }
 
-/// Checkpoint metadata: where the data stream stands, as JSON.
-static std::string checkpointMetadata(const data::DataPosition &position,
-                                      uint64_t batchSeed) {
-  json::Object object{{"data_position", position.toString()},
-                      {"batch_seed", int64_t(batchSeed)}};
-  return formatv("{0}", json::Value(std::move(object))).str();
-}
-
 static int train(Communicator &ranks);
+
+/// Set when every rank stops after the same step for a stop signal.
+static bool stoppedTogether = false;
 
 int kiln::cli::runTrain() {
   // The ranks of a data-parallel run (mpirun -np N kiln train ...): each
@@ -199,7 +195,9 @@ int kiln::cli::runTrain() {
   if (!joined)
     return fail(joined.takeError());
   int code = train(*joined);
-  if (code != 0)
+  // A stop signal the ranks agreed on ends each normally, after the same
+  // step and its checkpoint: no abort, which could cut rank 0's save.
+  if (code != 0 && !stoppedTogether)
     joined->abortAll(code);
   return code;
 }
@@ -390,24 +388,13 @@ static int train(Communicator &ranks) {
     Expected<std::string> metadata = session.resume(resumeFile);
     if (!metadata)
       return fail(metadata.takeError());
-    Expected<json::Value> parsed = json::parse(*metadata);
-    const json::Object *object = parsed ? parsed->getAsObject() : nullptr;
-    std::optional<StringRef> position =
-        object ? object->getString("data_position") : std::nullopt;
-    if (!parsed)
-      consumeError(parsed.takeError());
-    if (!position)
-      return fail("'" + resumeFile +
-                  "' holds no data position: was it "
-                  "saved by kiln train?");
-    data::DataPosition where;
-    if (Status status = data::DataPosition::parse(position->str(), where);
-        !status)
-      return fail(status.message());
-    resumePosition = where;
-    if (std::optional<int64_t> saved = object->getInteger("batch_seed");
-        saved && !batchSeed.getNumOccurrences())
-      dataSeed = static_cast<uint64_t>(*saved);
+    Expected<CheckpointMetadata> saved =
+        CheckpointMetadata::parse(*metadata, resumeFile);
+    if (!saved)
+      return fail(saved.takeError());
+    resumePosition = saved->position;
+    if (saved->batchSeed && !batchSeed.getNumOccurrences())
+      dataSeed = *saved->batchSeed;
   } else {
     if (Error error = session.initialize(initSeed))
       return fail(std::move(error));
@@ -524,7 +511,7 @@ static int train(Communicator &ranks) {
   auto saveCheckpoint = [&]() -> Error {
     data::DataPosition resumeAt =
         prefetched ? prefetchedAt : (*trainSet)->position();
-    std::string metadata = checkpointMetadata(resumeAt, dataSeed);
+    std::string metadata = CheckpointMetadata{resumeAt, dataSeed}.toJson();
     if (sharded)
       return session.saveGathered(saveFile, metadata, ranks);
     return session.save(saveFile, metadata);
@@ -657,13 +644,18 @@ static int train(Communicator &ranks) {
       if (Error error = saveCheckpoint())
         return fail(std::move(error));
     if (stopSignal && step < lastStep) {
-      // Not dropped by --quiet: the run did not finish.
+      // Not dropped by --quiet: the run did not finish (rank 0 says it).
       progress.clearLine();
-      errs() << formatv("kiln train: stopped by {0} after step {1}{2}\n",
-                        StopSignalScope::signalName(stopSignal), step,
-                        saveFile.empty()
-                            ? std::string(" (no --save: nothing kept)")
-                            : "; checkpoint: " + saveFile);
+      if (leader)
+        errs() << formatv("kiln train: stopped by {0} after step {1}{2}\n",
+                          StopSignalScope::signalName(stopSignal), step,
+                          saveFile.empty()
+                              ? std::string(" (no --save: nothing kept)")
+                              : "; checkpoint: " + saveFile);
+      // Every rank has saved (or sent its parts) before any leaves.
+      if (Error error = ranks.barrier())
+        return fail(std::move(error));
+      stoppedTogether = true;
       return 128 + stopSignal;
     }
   }

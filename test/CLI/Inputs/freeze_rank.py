@@ -1,11 +1,13 @@
 """Freezes one rank of a data-parallel `kiln train` (SIGSTOP) mid-run and
 checks that the others end it with an error within the timeout.
 
-  freeze_rank.py METRICS RANK TIMEOUT -- COMMAND...
+  freeze_rank.py METRICS RANK TIMEOUT [--signal NAME] -- COMMAND...
       runs COMMAND (mpirun ... kiln train ... --metrics METRICS
       --collective-timeout TIMEOUT), waits for 3 steps in METRICS, stops
       the kiln process of rank RANK, and prints the run's output, whether
       it exited non-zero, and whether it did so within TIMEOUT + 30 s.
+      With --signal (TERM, INT, ...) that rank gets that signal instead of
+      SIGSTOP (asked to stop after its step, not frozen).
 """
 import os
 import signal
@@ -42,6 +44,10 @@ def find_rank(rank):
 
 def main():
     metrics, rank, limit = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    options = sys.argv[4:sys.argv.index('--')]
+    sent = signal.SIGSTOP
+    if options[:1] == ['--signal']:
+        sent = getattr(signal, 'SIG' + options[1])
     command = sys.argv[sys.argv.index('--') + 1:]
     run = subprocess.Popen(command, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT)
@@ -56,7 +62,7 @@ def main():
     if pid is None:
         run.kill()
         sys.exit('no kiln process of rank %d' % rank)
-    os.kill(pid, signal.SIGSTOP)
+    os.kill(pid, sent)
     frozen = time.time()
     try:
         output = run.communicate(timeout=limit + 120)[0].decode()
@@ -66,14 +72,16 @@ def main():
         print(output)
         sys.exit('no rank ended the run within %g s' % (limit + 120))
     finally:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        if sent == signal.SIGSTOP:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
     took = time.time() - frozen
     print(output)
-    print('frozen rank %d; nonzero exit: %s; within the timeout: %s' %
-          (rank, run.returncode != 0, took <= limit + 30))
+    print('%s rank %d; nonzero exit: %s; within the timeout: %s' %
+          ('frozen' if sent == signal.SIGSTOP else 'signaled', rank,
+           run.returncode != 0, took <= limit + 30))
 
 
 main()
