@@ -45,24 +45,10 @@ Error ShardedOptimizer::create(Communicator &ranks, TrainSession &session,
               param.name, part.end - part.begin, rank));
         param.counts.push_back(int(part.end - part.begin));
       }
-    // The step's gradient sums reduce-scatter it (GradientSums): NCCL on
-    // the device, or MPI on the host buffers.
-    if (session.collectsOnDevice()) {
-      if (!param.counts.empty())
-        session.reduceInParts(accumulator, param.counts);
-      sharded.parameters.push_back(std::move(param));
-      continue;
-    }
-    Expected<void *> values = session.bufferData(param.name);
-    if (!values)
-      return values.takeError();
-    Expected<void *> sums = session.bufferData(accumulator);
-    if (!sums)
-      return sums.takeError();
-    param.values = static_cast<float *>(*values);
-    param.accumulator = static_cast<float *>(*sums);
+    // The step's gradient sums reduce-scatter it (GradientSums).
     if (!param.counts.empty())
-      ranks.scatterSums(param.accumulator, param.counts);
+      if (Error error = session.reduceInParts(accumulator, param.counts))
+        return error;
     sharded.parameters.push_back(std::move(param));
   }
   // The state that belongs to a parameter (`<param>.<kind>`), here and
@@ -99,19 +85,12 @@ Error ShardedOptimizer::beforeApply() {
 Error ShardedOptimizer::afterApply() {
   if (Error error = session->finish("apply_step"))
     return error;
-  if (session->collectsOnDevice()) {
-    std::vector<std::string> names;
-    std::vector<std::vector<int>> counts;
-    for (const Parameter &param : parameters)
-      if (!param.counts.empty()) {
-        names.push_back(param.name);
-        counts.push_back(param.counts);
-      }
-    return session->gatherParts(names, counts);
-  }
-  std::vector<std::pair<float *, std::vector<int>>> parts;
+  std::vector<std::string> names;
+  std::vector<std::vector<int>> counts;
   for (const Parameter &param : parameters)
-    if (!param.counts.empty())
-      parts.emplace_back(param.values, param.counts);
-  return ranks->allGather(parts);
+    if (!param.counts.empty()) {
+      names.push_back(param.name);
+      counts.push_back(param.counts);
+    }
+  return session->gatherParts(names, counts);
 }

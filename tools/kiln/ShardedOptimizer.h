@@ -8,8 +8,9 @@
 // GradientSums.h); before apply_step the ranks' gradient norms are
 // combined where clipping or loss scaling needs the global one; after it
 // the parameters are all-gathered (each rank's updated part to every
-// rank). MPI carries it on the host buffers of the cpu devices, NCCL on
-// the GPU (an ncclReduce onto, an ncclBroadcast from each rank's run).
+// rank). The session carries it: MPI on the host buffers of the cpu
+// devices, NCCL on the GPU (an ncclReduce onto, an ncclBroadcast from
+// each rank's run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,9 +58,6 @@ private:
 
   struct Parameter {
     std::string name;
-    /// The host buffers (the cpu devices; null on cuda).
-    float *values = nullptr;
-    float *accumulator = nullptr;
     size_t elements = 0;
     /// Each rank's part (values); empty when the parameter is not split.
     std::vector<int> counts;

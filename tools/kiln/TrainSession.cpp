@@ -203,51 +203,6 @@ TrainSession::openDataset(const DataSource &source, bool training,
   return std::unique_ptr<data::Dataset>(std::move(dataset));
 }
 
-Error TrainSession::setDataParallel(Communicator &communicator) {
-  rank = communicator.rank();
-  world = communicator.world();
-  if (kiln_session_set_data_parallel(session, uint32_t(rank),
-                                     uint32_t(world)) != KILN_OK)
-    return lastError("cannot make the session a data-parallel rank");
-  collectives = Communicator::describeTransport();
-  if (device == "cuda") {
-    // Rank 0 makes the NCCL group's id; MPI carries it to the others.
-    uint8_t id[KILN_NCCL_UNIQUE_ID_BYTES] = {};
-    char *nccl = nullptr;
-    if (communicator.isLeader() &&
-        kiln_nccl_unique_id(id, sizeof id, &nccl) != KILN_OK)
-      return lastError("cannot make an NCCL group");
-    if (nccl) {
-      collectives = std::string(nccl) + ", bootstrapped over " + collectives;
-      kiln_string_free(nccl);
-    }
-    if (Error error = communicator.broadcast(id, sizeof id))
-      return error;
-    if (kiln_session_join_nccl(session, id, sizeof id,
-                               communicator.getTimeout()) != KILN_OK)
-      return lastError("cannot join the other ranks through NCCL");
-  }
-  // The accumulators each step sums, found once in the plan.
-  accumulators.clear();
-  size_t count = 0;
-  kiln_artifact_buffer_count(artifact, &count);
-  for (size_t id = 0; id < count; ++id) {
-    kiln_buffer_info info;
-    if (kiln_artifact_buffer_info(artifact, id, &info) != KILN_OK)
-      return lastError("cannot describe a buffer");
-    if (!StringRef(info.name).ends_with(".grad_acc"))
-      continue;
-    if (info.dtype != KILN_F32)
-      return createStringError(formatv(
-          "the gradient accumulator '{0}' is not f32: data-parallel training "
-          "sums f32 accumulators only",
-          info.name));
-    accumulators.emplace_back(info.name,
-                              size_t(info.size_bytes) / sizeof(float));
-  }
-  return Error::success();
-}
-
 /// Rows [first, first + count) of `array` (a batch-major array).
 static npy::Array sliceRows(const npy::Array &array, int64_t first,
                             int64_t count) {
@@ -259,86 +214,6 @@ static npy::Array sliceRows(const npy::Array &array, int64_t first,
   auto begin = array.data.begin() + ptrdiff_t(first * rowBytes);
   slice.data.assign(begin, begin + ptrdiff_t(count * rowBytes));
   return slice;
-}
-
-Error TrainSession::sumGradients(Communicator &communicator) {
-  if (device == "cuda") {
-    // NCCL sums the device's accumulators, on the GPU (under ZeRO-1 the
-    // parted ones onto their ranks' runs).
-    std::vector<const char *> names, parted;
-    std::vector<uint64_t> parts;
-    for (const auto &accumulator : accumulators) {
-      auto found = partedAccumulators.find(accumulator.first);
-      if (found == partedAccumulators.end()) {
-        names.push_back(accumulator.first.c_str());
-        continue;
-      }
-      parted.push_back(accumulator.first.c_str());
-      parts.insert(parts.end(), found->second.begin(), found->second.end());
-    }
-    if (kiln_session_sum_over_ranks(session, names.data(), names.size()) !=
-        KILN_OK)
-      return lastError("cannot sum the gradients over the ranks");
-    if (!parted.empty() &&
-        kiln_session_parts_over_ranks(session, parted.data(), parted.size(),
-                                      parts.data(), /*gather=*/0) != KILN_OK)
-      return lastError("cannot reduce the gradients' parts onto their ranks");
-    return Error::success();
-  }
-  // One bucket of every accumulator (reduce-scattered where ZeRO-1 asked
-  // the communicator to).
-  std::vector<float *> buffers;
-  std::vector<size_t> counts;
-  for (const auto &[name, count] : accumulators) {
-    Expected<void *> data = bufferData(name);
-    if (!data)
-      return data.takeError();
-    buffers.push_back(static_cast<float *>(*data));
-    counts.push_back(count);
-  }
-  if (Error error = communicator.startSum(0, buffers.data(), counts.data(),
-                                          buffers.size()))
-    return error;
-  return communicator.waitSum(0);
-}
-
-const char *TrainSession::reportCollective(void *user, Error error) {
-  auto *session = static_cast<TrainSession *>(user);
-  if (!error)
-    return nullptr;
-  session->collectiveError = toString(std::move(error));
-  return session->collectiveError.c_str();
-}
-
-Error TrainSession::overlapGradientSums(Communicator &communicator,
-                                        uint64_t bucketBytes) {
-  overlapping = &communicator;
-  kiln_collectives collectives;
-  collectives.user = this;
-  collectives.start = [](void *user, uint32_t bucket, float *const *data,
-                         const size_t *counts, size_t count) {
-    auto *self = static_cast<TrainSession *>(user);
-    return reportCollective(
-        user, self->overlapping->startSum(bucket, data, counts, count));
-  };
-  collectives.progress = [](void *user) {
-    auto *self = static_cast<TrainSession *>(user);
-    return reportCollective(user, self->overlapping->progress());
-  };
-  collectives.wait = [](void *user, uint32_t bucket) {
-    auto *self = static_cast<TrainSession *>(user);
-    return reportCollective(user, self->overlapping->waitSum(bucket));
-  };
-  if (kiln_session_overlap_gradient_sums(session, &collectives, bucketBytes) !=
-      KILN_OK)
-    return lastError("cannot sum the gradients during the backward");
-  return Error::success();
-}
-
-kiln_overlap_stats TrainSession::overlapStats() const {
-  kiln_overlap_stats stats = {};
-  kiln_session_overlap_stats(session, &stats);
-  return stats;
 }
 
 Error TrainSession::bind(const data::Batch &batch) {
@@ -501,51 +376,6 @@ Error TrainSession::save(const std::string &path, const std::string &metadata) {
   if (kiln_session_save_checkpoint(session, path.c_str(), metadata.c_str()) !=
       KILN_OK)
     return lastError("cannot save '" + path + "'");
-  return Error::success();
-}
-
-Error TrainSession::saveGathered(const std::string &path,
-                                 const std::string &metadata,
-                                 Communicator &communicator) {
-  struct Gathering {
-    Communicator &communicator;
-    std::string error;
-  } gathering{communicator, {}};
-  kiln_gather gather;
-  gather.user = &gathering;
-  gather.gather = [](void *user, const void *part, size_t bytes, void *whole,
-                     size_t wholeBytes) -> const char * {
-    auto *self = static_cast<Gathering *>(user);
-    if (Error error =
-            self->communicator.gatherToLeader(part, bytes, whole, wholeBytes)) {
-      self->error = toString(std::move(error));
-      return self->error.c_str();
-    }
-    return nullptr;
-  };
-  if (kiln_session_save_checkpoint_gathered(session, path.c_str(),
-                                            metadata.c_str(), &gather,
-                                            communicator.isLeader()) != KILN_OK)
-    return lastError("cannot save '" + path + "'");
-  return Error::success();
-}
-
-void TrainSession::reduceInParts(const std::string &accumulator,
-                                 std::vector<int> counts) {
-  partedAccumulators[accumulator] = std::move(counts);
-}
-
-Error TrainSession::gatherParts(const std::vector<std::string> &names,
-                                const std::vector<std::vector<int>> &counts) {
-  std::vector<const char *> pointers;
-  std::vector<uint64_t> parts;
-  for (auto [name, perRank] : llvm::zip_equal(names, counts)) {
-    pointers.push_back(name.c_str());
-    parts.insert(parts.end(), perRank.begin(), perRank.end());
-  }
-  if (kiln_session_parts_over_ranks(session, pointers.data(), pointers.size(),
-                                    parts.data(), /*gather=*/1) != KILN_OK)
-    return lastError("cannot gather the parameters' parts from their ranks");
   return Error::success();
 }
 

@@ -103,19 +103,15 @@ public:
   }
   /// The plan's optimizer state buffers.
   std::vector<StateBuffer> optimizerState() const;
-  /// Whether the ranks' collectives run on the device (cuda: NCCL) rather
-  /// than over MPI on host buffers.
-  bool collectsOnDevice() const { return device == "cuda"; }
-  /// ZeRO-1 on the device: sumGradients reduces `accumulator`'s runs (one
-  /// per rank, `counts` values each) onto their ranks instead of summing
-  /// it whole.
-  void reduceInParts(const std::string &accumulator, std::vector<int> counts);
-  /// ZeRO-1 on the device: every rank's run of each of `names` (tiled as
-  /// `counts[i]`) to every rank.
+  /// ZeRO-1 (after setDataParallel): the step's gradient sums reduce
+  /// `accumulator`'s runs (one per rank, `counts` values each) onto their
+  /// ranks instead of summing it whole (NCCL on cuda, MPI elsewhere).
+  llvm::Error reduceInParts(const std::string &accumulator,
+                            std::vector<int> counts);
+  /// ZeRO-1: every rank's run of each of `names` (tiled as `counts[i]`) to
+  /// every rank.
   llvm::Error gatherParts(const std::vector<std::string> &names,
                           const std::vector<std::vector<int>> &counts);
-  /// The host memory of the persistent buffer `name` (the cpu devices).
-  llvm::Expected<void *> bufferData(llvm::StringRef name);
   /// Binds the scalar input `name` (f32 or f64, as the plan has it).
   llvm::Error bindScalar(llvm::StringRef name, double value);
   /// The last overlapped run's buckets and times.
@@ -164,6 +160,8 @@ public:
 private:
   TrainSession() = default;
   const PlanInput *findInput(llvm::StringRef name) const;
+  /// The host memory of the persistent buffer `name` (the cpu devices).
+  llvm::Expected<void *> bufferData(llvm::StringRef name);
 
   kiln_artifact *artifact = nullptr;
   kiln_session *session = nullptr;
@@ -171,6 +169,8 @@ private:
   std::string device;
   std::vector<PlanInput> planInputs;
   int rank = 0, world = 1;
+  /// The ranks' communicator (setDataParallel).
+  Communicator *ranks = nullptr;
   std::string collectives;
   /// The communicator the armed run's collectives go through, and the
   /// message of the last one that failed.
