@@ -26,7 +26,9 @@ def Kernel_Dialect : Dialect {
       `train_step`), whose arguments are the persistent and input/output
       buffers (each with a name and a kind) and whose body is a sequence of
       `kernel.alloc`, `kernel.view`, `kernel.constant`, `kernel.launch`,
-      `kernel.gemm`, `kernel.copy` and `kernel.zero` in program order.
+      `kernel.gemm`, `kernel.copy`, `kernel.zero` and, in a data-parallel
+      step, `kernel.collective_start` and `kernel.collective_wait`, in
+      program order.
     Each entry-level op becomes one op (or one buffer) of the plan.
 
     Two buffers are provided by the runtime rather than by the caller:
@@ -43,6 +45,7 @@ def Kernel_Dialect : Dialect {
   }];
   let hasRegionArgAttrVerify = 1;
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Argument attributes of `kernel.entry`: the buffer's name, its kind
     /// (#kernel.kind<...>) and, for parameters and optimizer state, the
@@ -127,6 +130,13 @@ def Kernel_GemmEpilogueAttr
 
 class Kernel_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kernel_Dialect, mnemonic, traits>;
+
+/// The token of a collective in flight (kernel.collective_start), which
+/// its kernel.collective_wait takes.
+def Kernel_CollectiveType : TypeDef<Kernel_Dialect, "Collective"> {
+  let mnemonic = "collective";
+  let summary = "A collective over the ranks that has started and not ended";
+}
 
 // Buffers are statically shaped with the identity (row-major) layout; the
 // verifiers check the layout.

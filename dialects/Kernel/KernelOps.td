@@ -109,6 +109,10 @@ def Kernel_EntryOp : Kernel_Op<"entry", [FunctionOpInterface, IsolatedFromAbove]
     /// The name and kind of argument `index`.
     ::llvm::StringRef getBufferName(unsigned index);
     BufferKind getBufferKind(unsigned index);
+    /// Whether argument `index` accumulates a parameter's gradient over
+    /// micro-batches: optimizer state named `<param>.grad_acc`
+    /// (--graph-train-step's).
+    bool isGradientAccumulator(unsigned index);
   }];
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -294,6 +298,54 @@ def Kernel_ZeroOp : Kernel_Op<"zero", [HasParent<"EntryOp">]> {
   }];
   let arguments = (ins Arg<Kernel_Buffer, "", [MemWrite]>:$buffer);
   let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives over the ranks of a data-parallel step
+//===----------------------------------------------------------------------===//
+
+def Kernel_CollectiveStartOp : Kernel_Op<"collective_start", [
+    HasParent<"EntryOp">]> {
+  let summary = "Starts summing a bucket of gradient accumulators over the ranks.";
+  let description = [{
+    Each rank's accumulators hold its part of the gradients; the collective
+    sums them in place over the ranks (every rank starts the same buckets
+    in the same order). It runs while the ops after it do, until the
+    `kernel.collective_wait` that takes its token: no op in between may
+    touch the bucket's buffers, which stay live until that wait. `bucket`
+    numbers the starts of an entry 0, 1, ... in program order. The buffers
+    are f32 gradient accumulators (entry arguments of kind
+    `optimizer_state` named `<param>.grad_acc`); the runtime places a bucket's buffers one after another in memory, so that
+    the sum can run over the whole block at once.
+    ```mlir
+    %t = kernel.collective_start %gw, %gb {bucket = 0 : i64} : memref<64x64xf32>, memref<64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<Kernel_Buffer>, "", [MemRead, MemWrite]>:$buffers,
+                       I64Attr:$bucket);
+  let results = (outs Kernel_CollectiveType:$token);
+  let assemblyFormat = "$buffers attr-dict `:` type($buffers)";
+  let hasVerifier = 1;
+}
+
+def Kernel_CollectiveWaitOp : Kernel_Op<"collective_wait", [
+    HasParent<"EntryOp">]> {
+  let summary = "Waits for a started collective; its buffers then hold the sums.";
+  let description = [{
+    Takes the token of a `kernel.collective_start` earlier in the entry and
+    the same buffers, in the same order (which makes the analyses see them
+    live and touched until here). Each start has exactly one wait.
+    ```mlir
+    kernel.collective_wait %t(%gw, %gb) : memref<64x64xf32>, memref<64xf32>
+    ```
+  }];
+  let arguments = (ins Kernel_CollectiveType:$token,
+                       Arg<Variadic<Kernel_Buffer>, "", [MemRead, MemWrite]>:$buffers);
+  let assemblyFormat = "$token `(` $buffers `)` attr-dict `:` type($buffers)";
+  let extraClassDeclaration = [{
+    CollectiveStartOp getStart();
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // KILN_KERNEL_OPS_TD

@@ -164,6 +164,53 @@ def KernelMergeLaunches : Pass<"kernel-merge-launches", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KernelInsertCollectives
+    : Pass<"kernel-insert-collectives", "::mlir::ModuleOp"> {
+  let summary = "Sums a data-parallel step's gradients over the ranks during its backward.";
+  let description = [{
+    In a step compiled for `world` > 1 ranks, each rank's `accumulate_step`
+    adds its slice of the batch into the gradient accumulators (the
+    `<param>.grad_acc` optimizer state; the train step already scales them so
+    that their sum over the ranks is the mean gradient). This pass sums them
+    over the ranks where the backward finishes them: the accumulators go
+    into buckets in the order of the scheduled op that last touches each
+    (ties in argument order), a bucket closing once it holds `bucket-bytes`
+    (the last may hold less); each bucket's `kernel.collective_start`
+    comes right after its members' last op (before the first op for an
+    accumulator the entry never touches), and every bucket's
+    `kernel.collective_wait` comes at the entry's end, where apply_step,
+    the next entry, needs the sums. With `overlap=false` every start waits
+    for the end of the backward too (the comparison run). A world of 1
+    leaves the module alone; a world over 1 without an `accumulate_step`
+    entry, or one whose entry has collectives already, is an error.
+
+    `world` = 0 takes the module's train setting (`graph.train`'s `world`,
+    else 1). Run after the passes that reorder an entry's ops
+    (`--kernel-merge-launches`).
+    ```mlir
+    kernel.launch @dw1(%x, %dy, %g1) : ...
+    %t0 = kernel.collective_start %g1 {bucket = 0 : i64} : memref<64x64xf32>
+    kernel.launch @dw0(%x, %dy, %g0) : ...
+    %t1 = kernel.collective_start %g0 {bucket = 1 : i64} : memref<64x64xf32>
+    kernel.collective_wait %t0(%g1) : memref<64x64xf32>
+    kernel.collective_wait %t1(%g0) : memref<64x64xf32>
+    kernel.return
+    ```
+  }];
+  let options = [
+    Option<"world", "world", "int64_t", /*default=*/"0",
+           "Ranks the step is compiled for (0: the module's train setting)">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"1048576",
+           "A bucket closes once it holds this many bytes (0: one "
+           "accumulator per bucket)">,
+    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           "Start each bucket as soon as the backward has finished it "
+           "(false: all at the end of the backward)">,
+  ];
+  let dependentDialects = ["::kiln::kernel::KernelDialect"];
+}
+
 def KernelVerifyArena : Pass<"kernel-verify-arena", "::mlir::ModuleOp"> {
   let summary = "Proves that no two simultaneously live transients overlap.";
   let description = [{

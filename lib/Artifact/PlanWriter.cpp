@@ -355,6 +355,24 @@ FailureOr<fb::Offset<plan::Op>> PlanBuilder::buildOp(Operation *op) {
       return failure();
     call = plan::CreateZeroCall(fbb, *buffer).Union();
     callType = plan::Call::ZeroCall;
+  } else if (auto start = dyn_cast<kernel::CollectiveStartOp>(op)) {
+    std::vector<uint32_t> ids;
+    for (Value buffer : start.getBuffers()) {
+      FailureOr<uint32_t> bufferId = id(buffer);
+      if (failed(bufferId))
+        return failure();
+      ids.push_back(*bufferId);
+    }
+    call = plan::CreateCollectiveStart(fbb,
+                                       static_cast<uint32_t>(start.getBucket()),
+                                       fbb.CreateVector(ids))
+               .Union();
+    callType = plan::Call::CollectiveStart;
+  } else if (auto wait = dyn_cast<kernel::CollectiveWaitOp>(op)) {
+    call = plan::CreateCollectiveWait(
+               fbb, static_cast<uint32_t>(wait.getStart().getBucket()))
+               .Union();
+    callType = plan::Call::CollectiveWait;
   } else {
     return op->emitError() << "has no plan op";
   }

@@ -47,9 +47,9 @@ std::string kiln::checkCompileOptions(const CompileOptions &options) {
   if (!options.weightCopies && !options.train)
     return "--no-weight-copies applies to the training steps (--train), "
            "which keep the weights' 16-bit copies";
-  if (options.worldSize != 1)
-    return "a world size of " + std::to_string(options.worldSize) +
-           " is not supported yet: the step compiles for one process";
+  if (options.bucketBytes < 0)
+    return "the gradient buckets' bytes must not be negative, got " +
+           std::to_string(options.bucketBytes);
   if (options.memoryBudget < 0)
     return "the memory budget must not be negative, got " +
            std::to_string(options.memoryBudget);
@@ -139,6 +139,12 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // which creates kernels, and before code generation, which is the longest
   // part of a compile.
   pm.addPass(kernel::createKernelDedupKernels());
+  // A data-parallel step's gradient sums, placed on the final order of the
+  // backward's ops (after the merge, which moves launches), before the
+  // memory plan, which sees the buckets live until their waits.
+  if (options.train && options.planCollectives)
+    pm.addPass(kernel::createKernelInsertCollectives(
+        {/*world=*/0, options.bucketBytes, options.overlapCollectives}));
   // GEMM tiles fixed from the shapes where the target runs GEMMs in tiles,
   // so that results do not depend on the thread count (attributes only: the
   // schedule stays).
@@ -206,9 +212,20 @@ struct CompilePipelineOptions : PassPipelineOptions<CompilePipelineOptions> {
       *this, "weight-copies",
       llvm::cl::desc("Keep 16-bit weight copies the optimizer writes"),
       llvm::cl::init(true)};
-  Option<int64_t> worldSize{*this, "world-size",
-                            llvm::cl::desc("Data-parallel processes: 1"),
-                            llvm::cl::init(1)};
+  Option<bool> planCollectives{
+      *this, "plan-collectives",
+      llvm::cl::desc("Place a data-parallel step's gradient sums in the plan"),
+      llvm::cl::init(true)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("A data-parallel step's gradient buckets close at this "
+                     "many bytes"),
+      llvm::cl::init(1 << 20)};
+  Option<bool> overlapCollectives{
+      *this, "overlap-collectives",
+      llvm::cl::desc("Start a data-parallel step's gradient sums during the "
+                     "backward"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
@@ -237,7 +254,9 @@ void kiln::registerCompilePipeline() {
         options.naiveArena = pipelineOptions.naiveArena;
         options.precision = pipelineOptions.precision;
         options.weightCopies = pipelineOptions.weightCopies;
-        options.worldSize = pipelineOptions.worldSize;
+        options.planCollectives = pipelineOptions.planCollectives;
+        options.bucketBytes = pipelineOptions.bucketBytes;
+        options.overlapCollectives = pipelineOptions.overlapCollectives;
         buildCompilePipeline(pm, options);
       });
 }

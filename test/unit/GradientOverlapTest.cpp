@@ -1,15 +1,18 @@
 //===- GradientOverlapTest.cpp - Gradient sums during the backward --------===//
 //
-// Part of Kiln. kiln_session_overlap_gradient_sums on the cpu device, with
-// collectives that record what they are given: the buckets follow the op
-// that last touches each accumulator, each starts right after that op with
-// the accumulator's final bytes, the sums progress between ops and are all
-// waited for before the run returns, and only the armed run sums.
+// Part of Kiln. The plan's collective ops (CollectiveStart/Wait, placed by
+// --kernel-insert-collectives) on the cpu device, armed with
+// kiln_session_arm_gradient_sums and collectives that record what they are
+// given: each bucket starts at its op with its accumulators' final bytes,
+// in one block (64-byte boundaries, zero gaps), the sums progress between
+// ops and are waited for at the wait ops, only the armed run sums, and
+// plans whose collectives are malformed are refused at open.
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeTestUtil.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,17 +67,23 @@ struct Recorder {
   }
 };
 
-/// accumulate_step over six floats: op 0 adds g into b.grad_acc, op 1 into
-/// a.grad_acc, op 2 into b.grad_acc again; c.grad_acc is never touched.
+/// accumulate_step over six floats with its sums placed as the compiler
+/// places them: bucket 0 holds c (never touched) and a (last touched by
+/// the second add) and starts after that add; bucket 1 holds b and starts
+/// after the third; both are waited for at the end.
 std::string accumulatePlan() {
   PlanWriter w;
   uint32_t g = w.buffer("g", Kind::Input, DType::F32, {6});
-  uint32_t a = w.buffer("a.grad_acc", Kind::Gradient, DType::F32, {6});
-  uint32_t b = w.buffer("b.grad_acc", Kind::Gradient, DType::F32, {6});
-  w.buffer("c.grad_acc", Kind::Gradient, DType::F32, {6});
+  uint32_t a = w.buffer("a.grad_acc", Kind::OptimizerState, DType::F32, {6});
+  uint32_t b = w.buffer("b.grad_acc", Kind::OptimizerState, DType::F32, {6});
+  uint32_t c = w.buffer("c.grad_acc", Kind::OptimizerState, DType::F32, {6});
   w.kernel("kiln_test_add", {g, b, b}, 6, 6);
   w.kernel("kiln_test_add", {g, a, a}, 6, 6);
+  w.collectiveStart(0, {c, a});
   w.kernel("kiln_test_add", {g, b, b}, 6, 6);
+  w.collectiveStart(1, {b});
+  w.collectiveWait(0);
+  w.collectiveWait(1);
   w.entry("accumulate_step", {g}, {});
   return w.finish();
 }
@@ -101,21 +110,18 @@ protected:
   Recorder recorder;
 };
 
-TEST_F(GradientOverlap, EachBucketStartsAfterTheLastOpOfItsMembers) {
+TEST_F(GradientOverlap, BucketsStartAndEndAtTheirOps) {
   kiln_collectives collectives = recorder.collectives();
-  // Bucket 0 bytes: each accumulator its own bucket.
-  ASSERT_EQ(kiln_session_overlap_gradient_sums(loaded.session, &collectives, 0),
+  ASSERT_EQ(kiln_session_arm_gradient_sums(loaded.session, &collectives),
             KILN_OK)
       << kiln_last_error();
   ASSERT_EQ(kiln_session_run(loaded.session, "accumulate_step"), KILN_OK)
       << kiln_last_error();
-  // c (untouched) before the first op, a after op 1, b after op 2; every
-  // bucket waited for at the end, in order.
+  // Nothing in flight before start 0; progress after each op once one is.
   EXPECT_EQ(recorder.log, (std::vector<std::string>{
-                              "start 0 of 1", "progress", "progress",
-                              "start 1 of 1", "progress", "start 2 of 1",
-                              "progress", "wait 0", "wait 1", "wait 2"}));
-  // Each started with its final bytes: a = g, b = 2 g, c = 0.
+                              "start 0 of 2", "progress", "progress",
+                              "start 1 of 1", "progress", "wait 0", "wait 1"}));
+  // Each started with its final bytes: c = 0, a = g, b = 2 g.
   ASSERT_EQ(recorder.startedWith.size(), 3u);
   EXPECT_EQ(recorder.startedWith[0], std::vector<float>(6, 0.0f));
   EXPECT_EQ(recorder.startedWith[1], (std::vector<float>{1, 2, 3, 4, 5, 6}));
@@ -123,35 +129,37 @@ TEST_F(GradientOverlap, EachBucketStartsAfterTheLastOpOfItsMembers) {
   // The sums are there when the run returns.
   EXPECT_EQ(read(loaded.session, "b.grad_acc"),
             (std::vector<float>{4, 8, 12, 16, 20, 24}));
-  kiln_overlap_stats stats;
-  ASSERT_EQ(kiln_session_overlap_stats(loaded.session, &stats), KILN_OK);
-  EXPECT_EQ(stats.buckets, 3u);
-  EXPECT_EQ(stats.bytes, 72u);
-  EXPECT_EQ(stats.ops, 3u);
-  EXPECT_EQ(stats.first_start_op, -1);
-}
-
-TEST_F(GradientOverlap, BucketsCloseOnceTheyHoldTheirBytes) {
-  kiln_collectives collectives = recorder.collectives();
-  // 48 bytes: c and a together (after op 1), then b.
-  ASSERT_EQ(
-      kiln_session_overlap_gradient_sums(loaded.session, &collectives, 48),
-      KILN_OK);
-  ASSERT_EQ(kiln_session_run(loaded.session, "accumulate_step"), KILN_OK);
-  EXPECT_EQ(recorder.log, (std::vector<std::string>{"start 0 of 2", "progress",
-                                                    "start 1 of 1", "progress",
-                                                    "wait 0", "wait 1"}));
+  EXPECT_EQ(read(loaded.session, "a.grad_acc"),
+            (std::vector<float>{2, 4, 6, 8, 10, 12}));
   kiln_overlap_stats stats;
   ASSERT_EQ(kiln_session_overlap_stats(loaded.session, &stats), KILN_OK);
   EXPECT_EQ(stats.buckets, 2u);
+  EXPECT_EQ(stats.bytes, 72u);
+  // Three compute ops; bucket 0 starts after the second (index 1).
+  EXPECT_EQ(stats.ops, 3u);
   EXPECT_EQ(stats.first_start_op, 1);
+}
+
+TEST_F(GradientOverlap, ABucketLiesInOneBlock) {
+  kiln_collectives collectives = recorder.collectives();
+  ASSERT_EQ(kiln_session_arm_gradient_sums(loaded.session, &collectives),
+            KILN_OK);
+  ASSERT_EQ(kiln_session_run(loaded.session, "accumulate_step"), KILN_OK);
+  ASSERT_EQ(recorder.buckets.size(), 2u);
+  ASSERT_EQ(recorder.buckets[0].size(), 2u);
+  // c at the block's start, a at the next 64-byte boundary after c's 24
+  // bytes; the gap between them is zero.
+  float *c = recorder.buckets[0][0].first, *a = recorder.buckets[0][1].first;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 64, 0u);
+  EXPECT_EQ(a - c, 16);
+  for (float *gap = c + 6; gap < a; ++gap)
+    EXPECT_EQ(*gap, 0.0f);
 }
 
 TEST_F(GradientOverlap, OnlyTheArmedRunSums) {
   kiln_collectives collectives = recorder.collectives();
-  ASSERT_EQ(
-      kiln_session_overlap_gradient_sums(loaded.session, &collectives, 1 << 20),
-      KILN_OK);
+  ASSERT_EQ(kiln_session_arm_gradient_sums(loaded.session, &collectives),
+            KILN_OK);
   ASSERT_EQ(kiln_session_run(loaded.session, "accumulate_step"), KILN_OK);
   size_t calls = recorder.log.size();
   EXPECT_EQ(read(loaded.session, "a.grad_acc"),
@@ -166,28 +174,80 @@ TEST_F(GradientOverlap, OnlyTheArmedRunSums) {
 TEST_F(GradientOverlap, AFailingCollectiveFailsTheRun) {
   kiln_collectives collectives = recorder.collectives();
   recorder.failWait = "rank 1 no longer answers";
-  ASSERT_EQ(kiln_session_overlap_gradient_sums(loaded.session, &collectives, 0),
+  ASSERT_EQ(kiln_session_arm_gradient_sums(loaded.session, &collectives),
             KILN_OK);
   expectError(
       kiln_session_run(loaded.session, "accumulate_step"), KILN_ERROR_DEVICE,
       {"the gradient sums over the ranks (wait)", "rank 1 no longer answers"});
 }
 
-TEST(GradientOverlapErrors, APlanWithoutAccumulateStepIsRefused) {
+TEST(GradientOverlapErrors, APlanWithoutSumsIsRefused) {
   PlanWriter w;
   uint32_t g = w.buffer("g", Kind::Input, DType::F32, {6});
+  uint32_t a = w.buffer("a.grad_acc", Kind::OptimizerState, DType::F32, {6});
+  w.kernel("kiln_test_add", {g, a, a}, 6, 6);
+  w.entry("accumulate_step", {g}, {});
   w.entry("train_step", {g}, {});
   Loaded loaded;
   ASSERT_EQ(loaded.open(w.finish()), KILN_OK) << kiln_last_error();
   Recorder recorder;
   kiln_collectives collectives = recorder.collectives();
-  expectError(
-      kiln_session_overlap_gradient_sums(loaded.session, &collectives, 0),
-      KILN_ERROR_INVALID_ARGUMENT, {"no 'accumulate_step'"});
+  expectError(kiln_session_arm_gradient_sums(loaded.session, &collectives),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"'accumulate_step' has no gradient sums", "world over 1"});
   collectives.wait = nullptr;
-  expectError(
-      kiln_session_overlap_gradient_sums(loaded.session, &collectives, 0),
-      KILN_ERROR_INVALID_ARGUMENT, {"start, progress and wait"});
+  expectError(kiln_session_arm_gradient_sums(loaded.session, &collectives),
+              KILN_ERROR_INVALID_ARGUMENT, {"start, progress and wait"});
+}
+
+/// A plan whose accumulate_step holds `ops` (given a writer with buffers g,
+/// a, b: ids 0, 1, 2, and an input x of another kind, id 3).
+template <typename AddOps> std::string planWith(AddOps addOps) {
+  PlanWriter w;
+  w.buffer("g", Kind::Input, DType::F32, {6});
+  w.buffer("a.grad_acc", Kind::OptimizerState, DType::F32, {6});
+  w.buffer("b.grad_acc", Kind::OptimizerState, DType::F32, {6});
+  w.buffer("x", Kind::Input, DType::F32, {6});
+  addOps(w);
+  w.entry("accumulate_step", {0}, {});
+  return w.finish();
+}
+
+TEST(GradientOverlapErrors, MalformedCollectivesAreRefusedAtOpen) {
+  struct Case {
+    std::string plan;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {planWith([](PlanWriter &w) {
+         w.collectiveStart(1, {1});
+         w.collectiveWait(1);
+       }),
+       "starts bucket 1, but the entry's buckets are numbered in order: "
+       "expected 0"},
+      {planWith([](PlanWriter &w) {
+         w.collectiveStart(0, {3});
+         w.collectiveWait(0);
+       }),
+       "'x' is not an f32 gradient accumulator"},
+      {planWith([](PlanWriter &w) {
+         w.collectiveStart(0, {1});
+         w.collectiveStart(1, {2, 1});
+         w.collectiveWait(0);
+         w.collectiveWait(1);
+       }),
+       "'a.grad_acc' is in two buckets"},
+      {planWith([](PlanWriter &w) { w.collectiveWait(0); }),
+       "waits for bucket 0, which is not in flight"},
+      {planWith([](PlanWriter &w) { w.collectiveStart(0, {1}); }),
+       "bucket 0 is started and never waited for"},
+  };
+  for (const Case &c : cases) {
+    Loaded loaded;
+    EXPECT_EQ(loaded.open(c.plan), KILN_ERROR_INVALID_FORMAT) << c.message;
+    EXPECT_NE(std::string(kiln_last_error()).find(c.message), std::string::npos)
+        << kiln_last_error();
+  }
 }
 
 } // namespace

@@ -121,6 +121,16 @@ public:
     addOp(plan::Call::ZeroCall, call.Union(), "zero", 1);
   }
 
+  void collectiveStart(uint32_t bucket, std::vector<uint32_t> buffers) {
+    auto call = plan::CreateCollectiveStartDirect(fbb, bucket, &buffers);
+    addOp(plan::Call::CollectiveStart, call.Union(), "collective", 1);
+  }
+
+  void collectiveWait(uint32_t bucket) {
+    auto call = plan::CreateCollectiveWait(fbb, bucket);
+    addOp(plan::Call::CollectiveWait, call.Union(), "collective", 1);
+  }
+
   /// Closes an entry holding the ops added since the previous one.
   void entry(const char *name, std::vector<uint32_t> inputs,
              std::vector<uint32_t> outputs) {

@@ -69,8 +69,8 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
   }
   if (bucketSize.getNumOccurrences() && noOverlap)
     return createStringError("--bucket-size has no effect with --no-overlap "
-                             "(the gradients are summed whole after the "
-                             "backward)");
+                             "(the gradients are summed whole, in one "
+                             "bucket, after the backward)");
   if (zeroStage != 0 && zeroStage != 1)
     return createStringError(
         "--zero " + std::to_string(zeroStage) +
@@ -88,6 +88,7 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
   if (!bucketBytes)
     return createStringError("--bucket-size: " + bucketError);
   options.bucketBytes = uint64_t(*bucketBytes);
-  options.overlap = parallel && device != "cuda" && !noOverlap;
+  options.planSums = parallel && device != "cuda";
+  options.overlap = !noOverlap;
   return options;
 }

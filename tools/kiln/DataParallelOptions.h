@@ -22,11 +22,13 @@ namespace kiln::cli {
 struct DataParallelOptions {
   /// --collective-timeout (0: wait forever).
   double timeoutSeconds = 600;
-  /// Sum (or, under --zero 1, reduce-scatter) the gradients during the
-  /// last micro-batch's backward, in buckets of `bucketBytes` (the cpu
-  /// devices without --no-overlap).
-  bool overlap = false;
-  uint64_t bucketBytes = 0;
+  /// The plan sums (or, under --zero 1, reduce-scatters) the gradients:
+  /// the cpu devices' data-parallel runs...
+  bool planSums = false;
+  /// ... during the last micro-batch's backward, in buckets of
+  /// `bucketBytes` (without --no-overlap), else after it.
+  bool overlap = true;
+  uint64_t bucketBytes = 1 << 20;
   /// --zero 1: shard the optimizer state over the ranks.
   bool zero = false;
 

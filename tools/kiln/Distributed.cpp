@@ -266,9 +266,23 @@ Error Communicator::startSum(uint32_t bucket, float *const *data,
   for (size_t i = 0; i < count; ++i) {
     auto scattered = scattered_.find(data[i]);
     if (scattered == scattered_.end()) {
-      if (Error error =
-              postSum(data[i], counts[i], sizeof(float), MPI_FLOAT, requests))
+      // Accumulators that follow one another in memory (the runtime lays a
+      // bucket out in one block, each at a 64-byte boundary, the gaps
+      // zero) are summed as one run, gaps and all.
+      constexpr size_t kAligned = 64 / sizeof(float);
+      size_t end = i + 1;
+      float *runEnd = data[i] + counts[i];
+      for (; end < count && !scattered_.count(data[end]); ++end) {
+        float *next = data[i] + (size_t(runEnd - data[i]) + kAligned - 1) /
+                                    kAligned * kAligned;
+        if (data[end] != next)
+          break;
+        runEnd = data[end] + counts[end];
+      }
+      if (Error error = postSum(data[i], size_t(runEnd - data[i]),
+                                sizeof(float), MPI_FLOAT, requests))
         return error;
+      i = end - 1;
       continue;
     }
     const std::vector<int> &parts = scattered->second;

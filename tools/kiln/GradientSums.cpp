@@ -15,15 +15,15 @@ using namespace kiln::cli;
 using namespace llvm;
 
 Error GradientSums::beforeLastMicroBatch(int64_t step) {
-  if (!overlap)
+  if (!planSums)
     return Error::success();
   if (Error error = ranks.heartbeat(step))
     return error;
-  return session.overlapGradientSums(ranks, bucketBytes);
+  return session.armGradientSums(ranks);
 }
 
 Error GradientSums::afterMicroBatches(int64_t step) {
-  if (overlap) {
+  if (planSums) {
     last = session.overlapStats();
     issueNs.push_back(last.issue_ns);
     blockedNs.push_back(last.blocked_ns);
@@ -31,7 +31,7 @@ Error GradientSums::afterMicroBatches(int64_t step) {
   }
   if (Error error = ranks.heartbeat(step))
     return error;
-  return session.sumGradients(ranks);
+  return session.sumGradientsOnDevice();
 }
 
 template <typename T> static T median(std::vector<T> values) {
@@ -43,7 +43,7 @@ template <typename T> static T median(std::vector<T> values) {
 }
 
 Error GradientSums::report(raw_ostream &os) {
-  if (!overlap || blockedNs.empty())
+  if (!planSums || blockedNs.empty())
     return Error::success();
   // The same bytes summed on their own, with nothing to overlap.
   std::vector<float> scratch(last.bytes / sizeof(float), 1.0f);
@@ -58,7 +58,7 @@ Error GradientSums::report(raw_ostream &os) {
   }
   if (!ranks.isLeader())
     return Error::success();
-  os << formatv("gradient sums during the backward: {0} bucket(s), {1} bytes "
+  os << formatv("gradient sums in the plan: {0} bucket(s), {1} bytes "
                 "a step, the first started after op {2} of the {3} of "
                 "accumulate_step; per step (median of {4}): blocked waiting "
                 "for them {5:F3} ms, issuing and progressing them {6:F3} ms; "

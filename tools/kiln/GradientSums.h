@@ -1,11 +1,11 @@
 //===- GradientSums.h - A data-parallel step's gradient sums ---*- C++ -*-===//
 //
 // Part of Kiln. A data-parallel step sums every rank's gradient
-// accumulators before apply_step. On the cpu devices the sums start while
-// the step's last micro-batch still runs its backward (buckets in the
-// order the backward finishes them, kiln_session_overlap_gradient_sums);
-// on cuda, or with --no-overlap, they run after it. A heartbeat comes
-// first either way, so that a rank that stopped is named.
+// accumulators before apply_step. On the cpu devices the step's last
+// micro-batch runs the sums its plan holds (the compiler placed them
+// during the backward in buckets, or after it with --no-overlap;
+// kiln_session_arm_gradient_sums); on cuda, NCCL runs them after it. A
+// heartbeat comes first either way, so that a rank that stopped is named.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +25,9 @@ namespace kiln::cli {
 
 class GradientSums {
 public:
-  /// `overlap`: during the backward, in buckets of `bucketBytes`.
-  GradientSums(Communicator &ranks, TrainSession &session, bool overlap,
-               uint64_t bucketBytes)
-      : ranks(ranks), session(session), overlap(overlap),
-        bucketBytes(bucketBytes) {}
+  /// `planSums`: the plan holds the sums (the cpu devices).
+  GradientSums(Communicator &ranks, TrainSession &session, bool planSums)
+      : ranks(ranks), session(session), planSums(planSums) {}
 
   /// Before step `step`'s last micro-batch runs.
   llvm::Error beforeLastMicroBatch(int64_t step);
@@ -43,9 +41,8 @@ public:
 private:
   Communicator &ranks;
   TrainSession &session;
-  bool overlap;
-  uint64_t bucketBytes;
-  /// Per overlapped step: nanoseconds issuing and blocked.
+  bool planSums;
+  /// Per step: nanoseconds issuing and blocked.
   std::vector<uint64_t> issueNs, blockedNs;
   kiln_overlap_stats last = {};
 };

@@ -161,12 +161,14 @@ kiln::cli::compileForTraining(StringRef modelPath,
       formatv("{0}\n{1}\nsteps={2}\naccumulate={3}\ndevice={4}\n"
               "inference={5}\ncpu={6}\nmemory_budget={7}\nfuse={8}\n"
               "precision={9}\nweight_copies={10}\nworld={11}\nzero={12}\n"
-              "rank={13}\n",
+              "rank={13}\nbucket_bytes={14}\noverlap={15}\n",
               getCompilerIdentity(), (*buffer)->getBuffer(), artifact.steps,
               artifact.accumulate, options.device, options.inferenceOnly,
               describeHostCpu(options.cpu), budget, options.fuse,
               options.precision, options.weightCopies, options.world,
-              options.zero, options.zero ? options.rank : 0)
+              options.zero, options.zero ? options.rank : 0,
+              options.world > 1 ? options.bucketBytes : 0,
+              options.world > 1 && options.overlapCollectives)
           .str();
   std::string key = formatv("{0:x-16}", xxh3_64bits(keyText)).str();
   SmallString<256> directory(getCacheDirectory());
@@ -206,6 +208,11 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.fuse = options.fuse;
   pipeline.precision = options.precision;
   pipeline.weightCopies = options.weightCopies;
+  // The cuda device sums with NCCL after the backward; the cpu devices and
+  // the GPU emulator run the plan's sums.
+  pipeline.planCollectives = options.device != "cuda";
+  pipeline.bucketBytes = options.bucketBytes;
+  pipeline.overlapCollectives = options.overlapCollectives;
   if (std::string refused = checkCompileOptions(pipeline); !refused.empty())
     return createStringError(refused);
   buildCompilePipeline(pm, pipeline);

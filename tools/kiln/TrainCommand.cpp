@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <limits>
 
 using namespace llvm;
 using namespace kiln;
@@ -301,6 +302,11 @@ static int train(Communicator &ranks) {
   compileOptions.weightCopies = !trainNoWeightCopies;
   compileOptions.zero = zero ? 1 : 0;
   compileOptions.rank = ranks.rank();
+  // --no-overlap: one bucket of every accumulator, after the backward.
+  compileOptions.bucketBytes = dataParallel->overlap
+                                   ? int64_t(dataParallel->bucketBytes)
+                                   : std::numeric_limits<int64_t>::max();
+  compileOptions.overlapCollectives = dataParallel->overlap;
   compileOptions.quiet = silent;
   if (trainMemoryBudget.getNumOccurrences()) {
     std::string error;
@@ -534,8 +540,7 @@ static int train(Communicator &ranks) {
   int64_t skippedSteps = 0;
   // From here a signal stops the run after its step, saved (StopSignals.h).
   StopSignalScope stopSignals;
-  GradientSums gradientSums(ranks, session, dataParallel->overlap,
-                            dataParallel->bucketBytes);
+  GradientSums gradientSums(ranks, session, dataParallel->planSums);
   // A stop signal on any rank stops every rank after the same step.
   bool ranksStop = false;
   for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {

@@ -87,14 +87,14 @@ public:
   /// Binds one batch to the plan's inputs of the same names (the rank's
   /// slice of a whole batch).
   llvm::Error bind(const data::Batch &batch);
-  /// Sums the gradient accumulators (`*.grad_acc`) over the ranks, in
-  /// place, after a step's accumulate_step runs and before apply_step.
-  llvm::Error sumGradients(Communicator &communicator);
-  /// Instead, the next accumulate_step (a step's last micro-batch) sums
-  /// them while its backward runs, in buckets of `bucketBytes`, through
-  /// `communicator` (the cpu devices; kiln_session_overlap_gradient_sums).
-  llvm::Error overlapGradientSums(Communicator &communicator,
-                                  uint64_t bucketBytes);
+  /// On cuda: sums the gradient accumulators (`*.grad_acc`) over the
+  /// ranks with NCCL, in place, after a step's accumulate_step runs and
+  /// before apply_step.
+  llvm::Error sumGradientsOnDevice();
+  /// On the cpu devices, the next accumulate_step (a step's last
+  /// micro-batch) runs the plan's gradient sums (placed by the compiler)
+  /// through `communicator` (kiln_session_arm_gradient_sums).
+  llvm::Error armGradientSums(Communicator &communicator);
   /// The gradient accumulators a data-parallel step sums (`*.grad_acc`):
   /// name and f32 count (after setDataParallel).
   const std::vector<std::pair<std::string, size_t>> &

@@ -62,45 +62,28 @@ Error TrainSession::setDataParallel(Communicator &communicator) {
   return Error::success();
 }
 
-Error TrainSession::sumGradients(Communicator &communicator) {
-  if (device == "cuda") {
-    // NCCL sums the device's accumulators, on the GPU (under ZeRO-1 the
-    // parted ones onto their ranks' runs).
-    std::vector<const char *> names, parted;
-    std::vector<uint64_t> parts;
-    for (const auto &accumulator : accumulators) {
-      auto found = partedAccumulators.find(accumulator.first);
-      if (found == partedAccumulators.end()) {
-        names.push_back(accumulator.first.c_str());
-        continue;
-      }
-      parted.push_back(accumulator.first.c_str());
-      parts.insert(parts.end(), found->second.begin(), found->second.end());
+Error TrainSession::sumGradientsOnDevice() {
+  // NCCL sums the device's accumulators, on the GPU (under ZeRO-1 the
+  // parted ones onto their ranks' runs).
+  std::vector<const char *> names, parted;
+  std::vector<uint64_t> parts;
+  for (const auto &accumulator : accumulators) {
+    auto found = partedAccumulators.find(accumulator.first);
+    if (found == partedAccumulators.end()) {
+      names.push_back(accumulator.first.c_str());
+      continue;
     }
-    if (kiln_session_sum_over_ranks(session, names.data(), names.size()) !=
-        KILN_OK)
-      return lastError("cannot sum the gradients over the ranks");
-    if (!parted.empty() &&
-        kiln_session_parts_over_ranks(session, parted.data(), parted.size(),
-                                      parts.data(), /*gather=*/0) != KILN_OK)
-      return lastError("cannot reduce the gradients' parts onto their ranks");
-    return Error::success();
+    parted.push_back(accumulator.first.c_str());
+    parts.insert(parts.end(), found->second.begin(), found->second.end());
   }
-  // One bucket of every accumulator (reduce-scattered where ZeRO-1 asked
-  // the communicator to).
-  std::vector<float *> buffers;
-  std::vector<size_t> counts;
-  for (const auto &[name, count] : accumulators) {
-    Expected<void *> data = bufferData(name);
-    if (!data)
-      return data.takeError();
-    buffers.push_back(static_cast<float *>(*data));
-    counts.push_back(count);
-  }
-  if (Error error = communicator.startSum(0, buffers.data(), counts.data(),
-                                          buffers.size()))
-    return error;
-  return communicator.waitSum(0);
+  if (kiln_session_sum_over_ranks(session, names.data(), names.size()) !=
+      KILN_OK)
+    return lastError("cannot sum the gradients over the ranks");
+  if (!parted.empty() &&
+      kiln_session_parts_over_ranks(session, parted.data(), parted.size(),
+                                    parts.data(), /*gather=*/0) != KILN_OK)
+    return lastError("cannot reduce the gradients' parts onto their ranks");
+  return Error::success();
 }
 
 const char *TrainSession::reportCollective(void *user, Error error) {
@@ -111,8 +94,7 @@ const char *TrainSession::reportCollective(void *user, Error error) {
   return session->collectiveError.c_str();
 }
 
-Error TrainSession::overlapGradientSums(Communicator &communicator,
-                                        uint64_t bucketBytes) {
+Error TrainSession::armGradientSums(Communicator &communicator) {
   overlapping = &communicator;
   kiln_collectives collectives;
   collectives.user = this;
@@ -130,8 +112,7 @@ Error TrainSession::overlapGradientSums(Communicator &communicator,
     auto *self = static_cast<TrainSession *>(user);
     return reportCollective(user, self->overlapping->waitSum(bucket));
   };
-  if (kiln_session_overlap_gradient_sums(session, &collectives, bucketBytes) !=
-      KILN_OK)
+  if (kiln_session_arm_gradient_sums(session, &collectives) != KILN_OK)
     return lastError("cannot sum the gradients during the backward");
   return Error::success();
 }

@@ -53,13 +53,20 @@ struct CompileOptions {
   /// weight-copies); `--no-weight-copies` casts the weights in each
   /// forward instead.
   bool weightCopies = true;
-  /// Data-parallel processes the step is compiled for: 1 (collectives come
-  /// with the data-parallel passes).
-  int64_t worldSize = 1;
+  /// A data-parallel step (the train block's `world` over 1) holds its
+  /// gradient sums as ops (--kernel-insert-collectives), for the
+  /// executors that run them between the backward's ops (the cpu devices,
+  /// the GPU emulator); without it the caller sums after the backward
+  /// (the cuda device: NCCL, kiln_session_sum_over_ranks).
+  bool planCollectives = true;
+  /// The sums start during the backward in buckets of this many bytes...
+  int64_t bucketBytes = 1 << 20;
+  /// ... or, without `overlapCollectives`, all after the backward.
+  bool overlapCollectives = true;
 };
 
-/// Why `options` cannot be compiled (an unknown arch, a precision or world
-/// size not supported yet), or an empty string.
+/// Why `options` cannot be compiled (an unknown arch or precision, a
+/// negative budget or bucket size), or an empty string.
 std::string checkCompileOptions(const CompileOptions &options);
 
 /// Training step (when `train`), then fusion, lowering, scheduling and the

@@ -348,14 +348,18 @@ KILN_API kiln_status kiln_session_set_data_parallel(kiln_session *session,
                                                     uint32_t rank,
                                                     uint32_t world);
 /** Data parallelism on the cpu devices: the caller's collectives (kiln
- * train's are MPI's) sum the gradient accumulators during the backward.
- * Each function returns null on success, else a message the runtime
- * reports (KILN_ERROR_DEVICE). */
+ * train's are MPI's) run the plan's gradient sums (its CollectiveStart and
+ * CollectiveWait ops, placed by the compiler during the backward). Each
+ * function returns null on success, else a message the runtime reports
+ * (KILN_ERROR_DEVICE). */
 typedef struct kiln_collectives {
   void *user;
   /** Starts summing `count` f32 buffers over the ranks, in place: buffer i
    * at `data[i]`, `counts[i]` values. `bucket` numbers it in the run (0,
-   * 1, ...); every rank starts the same buckets in the same order. */
+   * 1, ...); every rank starts the same buckets in the same order. The
+   * buffers lie in one block, in order, each at the first multiple of 64
+   * bytes after the previous one's end, the gaps zero: the block may be
+   * summed whole. */
   const char *(*start)(void *user, uint32_t bucket, float *const *data,
                        const size_t *counts, size_t count);
   /** Lets the started sums progress; called between the entry's ops. */
@@ -369,8 +373,8 @@ typedef struct kiln_overlap_stats {
   /** Buckets and their bytes. */
   uint32_t buckets;
   uint64_t bytes;
-  /** The entry's ops, and the op after which the first bucket started
-   * (-1: before the first op). */
+  /** The entry's ops (not counting its collective ops), and the op after
+   * which the first bucket started (-1: before the first op). */
   uint32_t ops;
   int32_t first_start_op;
   /** Time in start and progress, and blocked in wait at the run's end. */
@@ -378,17 +382,18 @@ typedef struct kiln_overlap_stats {
 } kiln_overlap_stats;
 
 /** Arms the session's next run of "accumulate_step" (a step's last
- * micro-batch) to sum its gradient accumulators (`*.grad_acc`) over the
- * ranks while the backward runs: in buckets of at least `bucket_bytes`
- * (the last may hold less), in the order of the op that last touches
- * each accumulator, each started through `collectives` right after that
- * op and all waited for at the run's end. The schedule is the plan's: it
- * is the same on every rank. `collectives` is copied; its `user` must
- * live until that run returns. KILN_ERROR_UNSUPPORTED on "cuda" (its
- * gradients are summed by kiln_session_sum_over_ranks). */
-KILN_API kiln_status kiln_session_overlap_gradient_sums(
-    kiln_session *session, const kiln_collectives *collectives,
-    uint64_t bucket_bytes);
+ * micro-batch) to run its plan's gradient sums through `collectives`: each
+ * bucket started at its CollectiveStart op (where the backward has
+ * finished its accumulators), the started ones progressed between the
+ * ops, each waited for at its CollectiveWait. A run that is not armed (an
+ * earlier micro-batch) skips them. The buckets and their places are the
+ * compiler's (kiln compile for a world over 1, --kernel-insert-collectives),
+ * the same on every rank. `collectives` is copied; its `user` must live
+ * until that run returns. KILN_ERROR_INVALID_ARGUMENT for a plan without
+ * collectives; KILN_ERROR_UNSUPPORTED on "cuda" (its gradients are summed
+ * by kiln_session_sum_over_ranks). */
+KILN_API kiln_status kiln_session_arm_gradient_sums(
+    kiln_session *session, const kiln_collectives *collectives);
 /** The last armed run's buckets and times; zeros before one ran. */
 KILN_API kiln_status kiln_session_overlap_stats(const kiln_session *session,
                                                 kiln_overlap_stats *stats);

@@ -496,13 +496,12 @@ kiln_status kiln_session_parts_over_ranks(kiln_session *session,
 }
 
 kiln_status
-kiln_session_overlap_gradient_sums(kiln_session *session,
-                                   const kiln_collectives *collectives,
-                                   uint64_t bucket_bytes) {
-  return guarded("kiln_session_overlap_gradient_sums", session, [&] {
+kiln_session_arm_gradient_sums(kiln_session *session,
+                               const kiln_collectives *collectives) {
+  return guarded("kiln_session_arm_gradient_sums", session, [&] {
     KILN_REQUIRE(session);
     KILN_REQUIRE(collectives);
-    return session->session->armGradientOverlap(*collectives, bucket_bytes);
+    return session->session->armGradientSums(*collectives);
   });
 }
 

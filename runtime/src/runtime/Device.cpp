@@ -66,6 +66,13 @@ void runtime::visitOpBuffers(
   case plan::Call::ZeroCall:
     visit(op.call_as_ZeroCall()->buffer(), true);
     return;
+  case plan::Call::CollectiveStart:
+    // Read as it starts; the wait (the op that writes them, in effect)
+    // comes later, in the runtime's collectives.
+    if (const auto *ids = op.call_as_CollectiveStart()->buffers())
+      for (uint32_t id : *ids)
+        visit(id, false);
+    return;
   default:
     return;
   }

@@ -68,6 +68,10 @@ const char *callName(plan::Call kind) {
     return "copy";
   case plan::Call::ZeroCall:
     return "zero";
+  case plan::Call::CollectiveStart:
+    return "collective start";
+  case plan::Call::CollectiveWait:
+    return "collective wait";
   default:
     return "none";
   }

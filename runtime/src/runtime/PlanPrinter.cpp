@@ -188,6 +188,14 @@ private:
     }
     case plan::Call::ZeroCall:
       return "zero " + ref(op.call_as_ZeroCall()->buffer());
+    case plan::Call::CollectiveStart: {
+      const plan::CollectiveStart &call = *op.call_as_CollectiveStart();
+      return "collective_start bucket " + std::to_string(call.bucket()) + " " +
+             refList(call.buffers());
+    }
+    case plan::Call::CollectiveWait:
+      return "collective_wait bucket " +
+             std::to_string(op.call_as_CollectiveWait()->bucket());
     default:
       return "<no call>";
     }

@@ -13,6 +13,7 @@
 
 #include "Artifact.h"
 #include "GemmEpilogue.h"
+#include "PlanCollectives.h"
 
 #include <unordered_set>
 
@@ -327,6 +328,10 @@ Result kiln::runtime::validatePlan(const plan::Plan &plan,
         KILN_RETURN_IF_ERROR(
             check.checkId(op->call_as_ZeroCall()->buffer(), "zeroed"));
         break;
+      case plan::Call::CollectiveStart:
+      case plan::Call::CollectiveWait:
+        // Checked together below (listPlanBuckets).
+        break;
       default:
         return invalidFormat("entry '" + name + "' op " +
                              std::to_string(index) +
@@ -335,5 +340,6 @@ Result kiln::runtime::validatePlan(const plan::Plan &plan,
       }
     }
   }
-  return Result::ok();
+  std::vector<PlanBucket> buckets;
+  return listPlanBuckets(plan, buffers, buckets);
 }

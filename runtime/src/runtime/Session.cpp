@@ -56,8 +56,7 @@ Result Session::makeNcclUniqueId(void *id, std::string &description) {
 #endif
 }
 
-Result Session::armGradientOverlap(const kiln_collectives &collectives,
-                                   uint64_t bucketBytes) {
+Result Session::armGradientSums(const kiln_collectives &collectives) {
   if (!device_->runsOpsOnHost())
     return Result::error(KILN_ERROR_UNSUPPORTED,
                          "the gradient sums run between the ops on the cpu "
@@ -71,10 +70,17 @@ Result Session::armGradientOverlap(const kiln_collectives &collectives,
     return invalidArgument("the plan has no 'accumulate_step' (compile it "
                            "for data parallelism or gradient accumulation)");
   size_t entry = size_t(found - entryNames_.begin());
+  std::vector<PlanBucket> buckets;
+  for (const PlanBucket &bucket : buckets_)
+    if (bucket.entry == entry)
+      buckets.push_back(bucket);
+  if (buckets.empty())
+    return invalidArgument("the plan's 'accumulate_step' has no gradient "
+                           "sums: compile the step for a world over 1 on "
+                           "the cpu target");
   const auto *ops = artifact_->getPlan().entries()->Get(entry)->ops();
   armedOverlap_ = std::make_unique<GradientOverlap>(
-      planGradientBuckets(*artifact_, entry, bucketBytes), collectives,
-      pointers_, ops ? ops->size() : 0);
+      *artifact_, std::move(buckets), collectives, pointers_, ops->size());
   return Result::ok();
 }
 
@@ -221,9 +227,23 @@ Result Session::allocate() {
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   pointers_.assign(buffers.size(), nullptr);
   storage_.reserve(buffers.size());
+  // Each gradient bucket in one zeroed block, so that its sum may run over
+  // the block whole (kiln_collectives::start).
+  KILN_RETURN_IF_ERROR(
+      listPlanBuckets(artifact_->getPlan(), buffers, buckets_));
+  std::vector<size_t> offsets;
+  for (const PlanBucket &bucket : buckets_) {
+    size_t bytes = layOutBucket(buffers, bucket, offsets);
+    storage_.emplace_back();
+    KILN_RETURN_IF_ERROR(storage_.back().allocate(
+        bytes, "gradient bucket " + std::to_string(bucket.number)));
+    for (size_t i = 0; i < bucket.buffers.size(); ++i)
+      pointers_[bucket.buffers[i]] =
+          static_cast<char *>(storage_.back().data()) + offsets[i];
+  }
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
-    if (!isPersistent(buffer.kind))
+    if (!isPersistent(buffer.kind) || pointers_[id])
       continue;
     storage_.emplace_back();
     KILN_RETURN_IF_ERROR(storage_.back().allocate(

@@ -19,6 +19,7 @@
 #include "Artifact.h"
 #include "Device.h"
 #include "GradientOverlap.h"
+#include "PlanCollectives.h"
 
 #include <cstdint>
 #include <memory>
@@ -95,9 +96,8 @@ public:
   Result collectOverRanks(const std::vector<std::string> &names,
                           RankCollective::Kind kind,
                           const uint64_t *parts = nullptr);
-  /// kiln_session_overlap_gradient_sums: arms the next accumulate_step.
-  Result armGradientOverlap(const kiln_collectives &collectives,
-                            uint64_t bucketBytes);
+  /// kiln_session_arm_gradient_sums: arms the next accumulate_step.
+  Result armGradientSums(const kiln_collectives &collectives);
   const kiln_overlap_stats &getOverlapStats() const { return overlapStats_; }
   /// kiln_nccl_unique_id: NCCL's id for a new group of ranks.
   static Result makeNcclUniqueId(void *id, std::string &description);
@@ -160,6 +160,9 @@ private:
   std::unique_ptr<Device> device_;
   std::unique_ptr<Checks> checks_;
   std::vector<AlignedMemory> storage_;
+  /// The plan's gradient buckets (listPlanBuckets), each of whose buffers
+  /// lie in one block of storage_.
+  std::vector<PlanBucket> buckets_;
   /// The host copy of every persistent buffer (null for the transients,
   /// which only the device holds).
   std::vector<void *> pointers_;

@@ -215,3 +215,78 @@ kernel.entry @e(%a: memref<2x2xf32> {kernel.kind = #kernel.kind<input>, kernel.n
   kernel.gemm %a, %a, %c {m = 2 : i64, n = 2 : i64, k = 2 : i64, epilogue = #kernel.epilogue<relu>} : memref<2x2xf32>, memref<2x2xf32>, memref<2x2xf32>
   kernel.return
 }
+
+// -----
+
+kernel.entry @e(%x: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "x"}) {
+  // expected-error @+1 {{'kernel.collective_start' op buffer 0 is not a gradient accumulator (an entry argument of kind 'optimizer_state' named '<param>.grad_acc')}}
+  %t = kernel.collective_start %x {bucket = 0 : i64} : memref<8xf32>
+  kernel.collective_wait %t(%x) : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%m: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.adam_m"}) {
+  // expected-error @+1 {{'kernel.collective_start' op buffer 0 is not a gradient accumulator}}
+  %t = kernel.collective_start %m {bucket = 0 : i64} : memref<8xf32>
+  kernel.collective_wait %t(%m) : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%g: memref<8xf16> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.grad_acc"}) {
+  // expected-error @+1 {{'kernel.collective_start' op buffer 0 ('w.grad_acc') is not f32: the sums run in f32}}
+  %t = kernel.collective_start %g {bucket = 0 : i64} : memref<8xf16>
+  kernel.collective_wait %t(%g) : memref<8xf16>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%g: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.grad_acc"}) {
+  // expected-error @+1 {{'kernel.collective_start' op buffer 1 ('w.grad_acc') is in the bucket twice}}
+  %t = kernel.collective_start %g, %g {bucket = 0 : i64} : memref<8xf32>, memref<8xf32>
+  kernel.collective_wait %t(%g, %g) : memref<8xf32>, memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%g: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.grad_acc"},
+                %h: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "v.grad_acc"}) {
+  %t = kernel.collective_start %g {bucket = 0 : i64} : memref<8xf32>
+  // expected-error @+1 {{'kernel.collective_start' op is bucket 2, but the entry's starts number their buckets 0, 1, ... in program order: expected 1}}
+  %u = kernel.collective_start %h {bucket = 2 : i64} : memref<8xf32>
+  kernel.collective_wait %t(%g) : memref<8xf32>
+  kernel.collective_wait %u(%h) : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%g: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.grad_acc"}) {
+  // expected-error @+1 {{'kernel.collective_start' op must be waited for by exactly one kernel.collective_wait}}
+  %t = kernel.collective_start %g {bucket = 0 : i64} : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%g: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.grad_acc"},
+                %h: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "v.grad_acc"}) {
+  %t = kernel.collective_start %g {bucket = 0 : i64} : memref<8xf32>
+  // expected-error @+1 {{'kernel.collective_wait' op must take the buffers of its kernel.collective_start, in its order}}
+  kernel.collective_wait %t(%h) : memref<8xf32>
+  kernel.return
+}
+
+// -----
+
+kernel.entry @e(%g: memref<8xf32> {kernel.kind = #kernel.kind<optimizer_state>, kernel.name = "w.grad_acc"}) {
+  // expected-error @+1 {{'kernel.collective_start' op starts a collective over no buffers}}
+  %t = "kernel.collective_start"() {bucket = 0 : i64} : () -> !kernel.collective
+  "kernel.collective_wait"(%t) : (!kernel.collective) -> ()
+  kernel.return
+}

@@ -21,6 +21,9 @@ using namespace kiln::kernel;
 #define GET_ATTRDEF_CLASSES
 #include "kiln/Dialect/Kernel/IR/KernelAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/Kernel/IR/KernelTypes.cpp.inc"
+
 void KernelDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -29,6 +32,10 @@ void KernelDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "kiln/Dialect/Kernel/IR/KernelAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "kiln/Dialect/Kernel/IR/KernelTypes.cpp.inc"
       >();
 }
 

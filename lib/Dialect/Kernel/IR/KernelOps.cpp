@@ -166,6 +166,11 @@ BufferKind EntryOp::getBufferKind(unsigned index) {
       .getValue();
 }
 
+bool EntryOp::isGradientAccumulator(unsigned index) {
+  return getBufferKind(index) == BufferKind::OptimizerState &&
+         getBufferName(index).ends_with(".grad_acc");
+}
+
 LogicalResult EntryOp::verify() {
   if (!getFunctionType().getResults().empty())
     return emitOpError() << "returns nothing: outputs are buffers of kind "

@@ -128,6 +128,11 @@ Result CpuDevice::prepareOp(const plan::Op &op, PreparedOp &prepared) {
     prepared.sizeBytes = static_cast<size_t>(buffers[id].sizeBytes);
     return Result::ok();
   }
+  case plan::Call::CollectiveStart:
+  case plan::Call::CollectiveWait:
+    // The run's OpHook starts and waits for them (the session's armed
+    // collectives); the device has nothing to compute.
+    return Result::ok();
   default:
     return runtime::invalidFormat("an op without a call");
   }

@@ -240,6 +240,13 @@ Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
     prepared.bytes = static_cast<size_t>(artifact_->getBuffers()[id].sizeBytes);
     return Result::ok();
   }
+  case plan::Call::CollectiveStart:
+  case plan::Call::CollectiveWait:
+    // The cuda target sums over the ranks after the backward, with NCCL
+    // (kiln_session_sum_over_ranks); its compiler places no collectives.
+    return Result::error(KILN_ERROR_UNSUPPORTED,
+                         "device 'cuda' does not run a plan's collective "
+                         "ops (a plan compiled for the cpu target)");
   default:
     return invalidFormat("an op without a call");
   }

@@ -17,4 +17,7 @@
 #define GET_ATTRDEF_CLASSES
 #include "kiln/Dialect/Kernel/IR/KernelAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/Kernel/IR/KernelTypes.h.inc"
+
 #endif // KILN_DIALECT_KERNEL_IR_KERNELDIALECT_H
