@@ -75,9 +75,13 @@ static CallCounts countCalls(const kernel::BufferLiveness &liveness) {
       ++counts.copies;
       continue;
     }
+    // A data-parallel step's gradient sums: one collective a bucket.
+    if (isa<kernel::CollectiveStartOp>(op))
+      ++counts.collectives;
+    if (isa<kernel::CollectiveStartOp, kernel::CollectiveWaitOp>(op))
+      continue;
     // Every other scheduled op is a generated kernel or a library call
-    // (GEMMs now, attention later); collectives will be counted here once
-    // the kernel dialect has them.
+    // (GEMMs now, attention later).
     if (isa<kernel::LaunchOp>(op))
       ++counts.launches;
     else

@@ -255,6 +255,9 @@ static kiln::CompileOptions pipelineOptions(int64_t budget) {
   options.weightCopies = !compileNoWeightCopies;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
+  // As kiln train compiles a step for several ranks: the cuda device sums
+  // with NCCL after the backward, the cpu target's plan holds the sums.
+  options.planCollectives = compileTarget != kiln::TargetKind::Cuda;
   return options;
 }
 
