@@ -188,4 +188,53 @@ TEST(CudaSession, FailingCallsAreNamedWhereTheyFail) {
   }
 }
 
+/// A cuda plan's gradient sums (CollectiveStart/Wait): the cuda session
+/// runs them with its own collectives (NCCL over the joined ranks), so it
+/// refuses the caller's; a run that is not armed adds and sums nothing; an
+/// armed run without joined ranks fails naming the join.
+TEST(CudaGradientSums, RunOverTheRanksTheSessionJoined) {
+  ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA),
+      cublas("KILN_LIBCUBLASLT", KILN_FAKE_CUBLASLT);
+  PlanWriter w;
+  uint32_t g = w.buffer("g", Kind::Input, DType::F32, {6});
+  uint32_t acc = w.buffer("w.grad_acc", Kind::OptimizerState, DType::F32, {6});
+  w.gpuKernel("kiln_test_add", {g, acc, acc}, 6, 32);
+  w.collectiveStart(0, {acc});
+  w.collectiveWait(0);
+  w.entry("accumulate_step", {g}, {});
+  TempDir dir;
+  writeFile(dir.file("plan.kpl"), w.finish(KILN_PLAN_SCHEMA_VERSION, "cuda",
+                                           "kernels.ptx", 0, "sm_90"));
+  writeFakeModule(dir);
+  kiln_artifact *artifact = nullptr;
+  ASSERT_EQ(kiln_artifact_open(dir.path().c_str(), &artifact), KILN_OK)
+      << kiln_last_error();
+  kiln_session *session = nullptr;
+  ASSERT_EQ(kiln_session_create(artifact, "cuda", 0, &session), KILN_OK)
+      << kiln_last_error();
+  std::vector<float> values = {1, 2, 3, 4, 5, 6};
+  int64_t shape[] = {6};
+  ASSERT_EQ(
+      kiln_session_bind_input(session, "g", values.data(), KILN_F32, shape, 1),
+      KILN_OK);
+
+  kiln_collectives collectives = {};
+  expectError(kiln_session_arm_gradient_sums(session, &collectives),
+              KILN_ERROR_INVALID_ARGUMENT, {"pass no collectives"});
+  ASSERT_EQ(kiln_session_run(session, "accumulate_step"), KILN_OK)
+      << kiln_last_error();
+  std::vector<float> summed(6);
+  ASSERT_EQ(kiln_session_get_buffer(session, "w.grad_acc", summed.data(), 24),
+            KILN_OK)
+      << kiln_last_error();
+  EXPECT_EQ(summed, values);
+  ASSERT_EQ(kiln_session_arm_gradient_sums(session, nullptr), KILN_OK)
+      << kiln_last_error();
+  expectError(kiln_session_run(session, "accumulate_step"),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"need the ranks joined first", "kiln_session_join_nccl"});
+  kiln_session_destroy(session);
+  kiln_artifact_close(artifact);
+}
+
 } // namespace

@@ -195,6 +195,12 @@ TEST(GradientOverlapErrors, APlanWithoutSumsIsRefused) {
   expectError(kiln_session_arm_gradient_sums(loaded.session, &collectives),
               KILN_ERROR_INVALID_ARGUMENT,
               {"'accumulate_step' has no gradient sums", "world over 1"});
+}
+
+TEST_F(GradientOverlap, TheCpuDevicesNeedTheCallersCollectives) {
+  expectError(kiln_session_arm_gradient_sums(loaded.session, nullptr),
+              KILN_ERROR_INVALID_ARGUMENT, {"start, progress and wait"});
+  kiln_collectives collectives = recorder.collectives();
   collectives.wait = nullptr;
   expectError(kiln_session_arm_gradient_sums(loaded.session, &collectives),
               KILN_ERROR_INVALID_ARGUMENT, {"start, progress and wait"});

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "DataParallelOptions.h"
 #include "FitBatch.h"
 #include "ModelLoading.h"
 
@@ -255,9 +256,9 @@ static kiln::CompileOptions pipelineOptions(int64_t budget) {
   options.weightCopies = !compileNoWeightCopies;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
-  // As kiln train compiles a step for several ranks: the cuda device sums
-  // with NCCL after the backward, the cpu target's plan holds the sums.
-  options.planCollectives = compileTarget != kiln::TargetKind::Cuda;
+  // As kiln train compiles a step for several ranks.
+  options.planCollectives = kiln::cli::planHoldsGradientSums(
+      compileTarget == kiln::TargetKind::Cuda ? "cuda" : "cpu", zeroStage == 1);
   return options;
 }
 

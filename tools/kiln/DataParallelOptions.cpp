@@ -58,14 +58,16 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
   if (collectiveTimeout.getNumOccurrences() && !parallel)
     return createStringError(onlyForRanks(collectiveTimeout));
   options.timeoutSeconds = collectiveTimeout;
+  bool zero = zeroStage == 1;
   for (cl::Option *option : {static_cast<cl::Option *>(&bucketSize),
                              static_cast<cl::Option *>(&noOverlap)}) {
     if (option->getNumOccurrences() && !parallel)
       return createStringError(onlyForRanks(*option));
-    if (option->getNumOccurrences() && device == "cuda")
+    if (option->getNumOccurrences() && device == "cuda" && zero)
       return createStringError("--" + option->ArgStr +
-                               " has no effect on --device cuda, whose "
-                               "gradients NCCL sums after the backward");
+                               " has no effect on --device cuda with --zero "
+                               "1, whose gradients NCCL reduces after the "
+                               "backward");
   }
   if (bucketSize.getNumOccurrences() && noOverlap)
     return createStringError("--bucket-size has no effect with --no-overlap "
@@ -88,7 +90,11 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
   if (!bucketBytes)
     return createStringError("--bucket-size: " + bucketError);
   options.bucketBytes = uint64_t(*bucketBytes);
-  options.planSums = parallel && device != "cuda";
+  options.planSums = parallel && planHoldsGradientSums(device, options.zero);
   options.overlap = !noOverlap;
   return options;
+}
+
+bool kiln::cli::planHoldsGradientSums(const std::string &device, bool zero) {
+  return !(device == "cuda" && zero);
 }

@@ -22,8 +22,8 @@ namespace kiln::cli {
 struct DataParallelOptions {
   /// --collective-timeout (0: wait forever).
   double timeoutSeconds = 600;
-  /// The plan sums (or, under --zero 1, reduce-scatters) the gradients:
-  /// the cpu devices' data-parallel runs...
+  /// The plan sums (or, under --zero 1 on the cpu devices, reduce-scatters)
+  /// the gradients (planHoldsGradientSums)...
   bool planSums = false;
   /// ... during the last micro-batch's backward, in buckets of
   /// `bucketBytes` (without --no-overlap), else after it.
@@ -37,6 +37,12 @@ struct DataParallelOptions {
   static llvm::Expected<DataParallelOptions> read(bool parallel,
                                                   const std::string &device);
 };
+
+/// Whether a data-parallel step on `device` holds its gradient sums in its
+/// plan (--kernel-insert-collectives): on every device but cuda under
+/// ZeRO-1, whose sums are NCCL reductions onto the ranks' runs after the
+/// backward.
+bool planHoldsGradientSums(const std::string &device, bool zero);
 
 } // namespace kiln::cli
 

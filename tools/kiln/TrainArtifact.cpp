@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainArtifact.h"
+#include "DataParallelOptions.h"
 #include "ModelLoading.h"
 
 #include "kiln/Artifact/Artifact.h"
@@ -208,9 +209,8 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.fuse = options.fuse;
   pipeline.precision = options.precision;
   pipeline.weightCopies = options.weightCopies;
-  // The cuda device sums with NCCL after the backward; the cpu devices and
-  // the GPU emulator run the plan's sums.
-  pipeline.planCollectives = options.device != "cuda";
+  pipeline.planCollectives =
+      planHoldsGradientSums(options.device, options.zero != 0);
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.overlapCollectives = options.overlapCollectives;
   if (std::string refused = checkCompileOptions(pipeline); !refused.empty())

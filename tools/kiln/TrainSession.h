@@ -84,16 +84,20 @@ public:
   llvm::Error setDataParallel(Communicator &communicator);
   /// What sums the gradients: "Open MPI v4.1.4", "NCCL 2.28.9 (...)".
   const std::string &describeCollectives() const { return collectives; }
+  /// Whether the device sums over the ranks itself (cuda: NCCL) rather
+  /// than through the host's MPI.
+  bool sumsOnDevice() const { return device == "cuda"; }
   /// Binds one batch to the plan's inputs of the same names (the rank's
   /// slice of a whole batch).
   llvm::Error bind(const data::Batch &batch);
-  /// On cuda: sums the gradient accumulators (`*.grad_acc`) over the
-  /// ranks with NCCL, in place, after a step's accumulate_step runs and
-  /// before apply_step.
+  /// On cuda under ZeRO-1: reduces the gradient accumulators
+  /// (`*.grad_acc`) over the ranks with NCCL, in place, after a step's
+  /// accumulate_step runs and before apply_step.
   llvm::Error sumGradientsOnDevice();
-  /// On the cpu devices, the next accumulate_step (a step's last
-  /// micro-batch) runs the plan's gradient sums (placed by the compiler)
-  /// through `communicator` (kiln_session_arm_gradient_sums).
+  /// Otherwise the next accumulate_step (a step's last micro-batch) runs
+  /// the plan's gradient sums (placed by the compiler): through
+  /// `communicator` on the cpu devices, NCCL on cuda
+  /// (kiln_session_arm_gradient_sums).
   llvm::Error armGradientSums(Communicator &communicator);
   /// The gradient accumulators a data-parallel step sums (`*.grad_acc`):
   /// name and f32 count (after setDataParallel).

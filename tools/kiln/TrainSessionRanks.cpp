@@ -112,7 +112,9 @@ Error TrainSession::armGradientSums(Communicator &communicator) {
     auto *self = static_cast<TrainSession *>(user);
     return reportCollective(user, self->overlapping->waitSum(bucket));
   };
-  if (kiln_session_arm_gradient_sums(session, &collectives) != KILN_OK)
+  // cuda sums over the ranks it joined, with NCCL.
+  if (kiln_session_arm_gradient_sums(
+          session, sumsOnDevice() ? nullptr : &collectives) != KILN_OK)
     return lastError("cannot sum the gradients during the backward");
   return Error::success();
 }

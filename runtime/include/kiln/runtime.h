@@ -382,16 +382,22 @@ typedef struct kiln_overlap_stats {
 } kiln_overlap_stats;
 
 /** Arms the session's next run of "accumulate_step" (a step's last
- * micro-batch) to run its plan's gradient sums through `collectives`: each
- * bucket started at its CollectiveStart op (where the backward has
- * finished its accumulators), the started ones progressed between the
- * ops, each waited for at its CollectiveWait. A run that is not armed (an
+ * micro-batch) to run its plan's gradient sums: each bucket started at its
+ * CollectiveStart op (where the backward has finished its accumulators)
+ * and waited for at its CollectiveWait. A run that is not armed (an
  * earlier micro-batch) skips them. The buckets and their places are the
  * compiler's (kiln compile for a world over 1, --kernel-insert-collectives),
- * the same on every rank. `collectives` is copied; its `user` must live
- * until that run returns. KILN_ERROR_INVALID_ARGUMENT for a plan without
- * collectives; KILN_ERROR_UNSUPPORTED on "cuda" (its gradients are summed
- * by kiln_session_sum_over_ranks). */
+ * the same on every rank.
+ * - The cpu devices and the GPU emulator: through `collectives`, the
+ *   started ones progressed between the ops. `collectives` is copied; its
+ *   `user` must live until that run returns.
+ * - "cuda": pass null. NCCL sums over the ranks joined with
+ *   kiln_session_join_nccl, on its own stream: a bucket starts once the
+ *   compute stream has run the ops before its start op, the ops after a
+ *   wait op wait for it, and the run returns once the sums are done (watched
+ *   like kiln_session_sum_over_ranks).
+ * KILN_ERROR_INVALID_ARGUMENT for a plan without sums, or for collectives
+ * missing (cpu) or given (cuda). */
 KILN_API kiln_status kiln_session_arm_gradient_sums(
     kiln_session *session, const kiln_collectives *collectives);
 /** The last armed run's buckets and times; zeros before one ran. */

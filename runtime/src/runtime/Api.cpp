@@ -500,8 +500,7 @@ kiln_session_arm_gradient_sums(kiln_session *session,
                                const kiln_collectives *collectives) {
   return guarded("kiln_session_arm_gradient_sums", session, [&] {
     KILN_REQUIRE(session);
-    KILN_REQUIRE(collectives);
-    return session->session->armGradientSums(*collectives);
+    return session->session->armGradientSums(collectives);
   });
 }
 

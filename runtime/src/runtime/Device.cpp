@@ -30,6 +30,8 @@ Result Device::collectOverRanks(const std::vector<RankCollective> &) {
   return noCollectives();
 }
 
+Result Device::armGradientSums(size_t, uint64_t *) { return noCollectives(); }
+
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
          dtype == plan::DType::F16 || dtype == plan::DType::BF16;

@@ -135,6 +135,12 @@ public:
   /// ranks, in place, once the runs before it are done; the device then
   /// holds the newer bytes.
   virtual Result collectOverRanks(const std::vector<RankCollective> &work);
+  /// Arms the next run of entry `entry` to run the plan's gradient sums
+  /// (CollectiveStart/Wait) over the joined ranks with the device's own
+  /// collectives; that run returns once they are done, with the time the
+  /// host waited for them in `*waitedNs`. The cpu devices run them through
+  /// the caller's collectives instead (GradientOverlap).
+  virtual Result armGradientSums(size_t entry, uint64_t *waitedNs);
 };
 
 } // namespace runtime

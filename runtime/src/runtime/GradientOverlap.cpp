@@ -32,14 +32,30 @@ GradientOverlap::GradientOverlap(const Artifact &artifact,
   for (size_t i = 0; i < buckets_.size(); ++i) {
     startAt_[buckets_[i].startOp] = long(i);
     waitAt_[buckets_[i].waitOp] = long(i);
-    stats_.bytes += buckets_[i].bytes;
   }
   for (size_t op = 0; op < opCount; ++op)
     computeOpsBefore_[op + 1] =
         computeOpsBefore_[op] + (startAt_[op] < 0 && waitAt_[op] < 0);
-  stats_.buckets = uint32_t(buckets_.size());
-  stats_.ops = uint32_t(computeOpsBefore_[opCount]);
+  stats_ = plannedStats(buckets_, opCount);
+  // Set as the first bucket starts.
   stats_.first_start_op = -1;
+}
+
+kiln_overlap_stats
+GradientOverlap::plannedStats(const std::vector<PlanBucket> &buckets,
+                              size_t opCount) {
+  kiln_overlap_stats stats = {};
+  stats.buckets = uint32_t(buckets.size());
+  stats.ops = uint32_t(opCount - 2 * buckets.size());
+  stats.first_start_op = -1;
+  for (const PlanBucket &bucket : buckets) {
+    stats.bytes += bucket.bytes;
+    // The first start's place among the other ops (the buckets are in
+    // the order of their starts).
+    if (&bucket == &buckets.front())
+      stats.first_start_op = int32_t(bucket.startOp) - 1;
+  }
+  return stats;
 }
 
 Result GradientOverlap::check(const char *what, const char *message) const {

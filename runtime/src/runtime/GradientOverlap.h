@@ -42,6 +42,11 @@ public:
   /// After the entry's last op: every bucket was waited for.
   Result finish();
   const kiln_overlap_stats &getStats() const { return stats_; }
+  /// What a run of an entry of `opCount` ops with `buckets` will do: the
+  /// buckets, their bytes, the ops that are not collective ops and how
+  /// many of them run before the first start (times zero).
+  static kiln_overlap_stats plannedStats(const std::vector<PlanBucket> &buckets,
+                                         size_t opCount);
 
 private:
   Result check(const char *what, const char *message) const;

@@ -56,14 +56,7 @@ Result Session::makeNcclUniqueId(void *id, std::string &description) {
 #endif
 }
 
-Result Session::armGradientSums(const kiln_collectives &collectives) {
-  if (!device_->runsOpsOnHost())
-    return Result::error(KILN_ERROR_UNSUPPORTED,
-                         "the gradient sums run between the ops on the cpu "
-                         "devices only; on cuda use "
-                         "kiln_session_sum_over_ranks");
-  if (!collectives.start || !collectives.progress || !collectives.wait)
-    return invalidArgument("the collectives need start, progress and wait");
+Result Session::armGradientSums(const kiln_collectives *collectives) {
   auto found =
       std::find(entryNames_.begin(), entryNames_.end(), "accumulate_step");
   if (found == entryNames_.end())
@@ -76,11 +69,22 @@ Result Session::armGradientSums(const kiln_collectives &collectives) {
       buckets.push_back(bucket);
   if (buckets.empty())
     return invalidArgument("the plan's 'accumulate_step' has no gradient "
-                           "sums: compile the step for a world over 1 on "
-                           "the cpu target");
+                           "sums: compile the step for a world over 1");
   const auto *ops = artifact_->getPlan().entries()->Get(entry)->ops();
+  if (!device_->runsOpsOnHost()) {
+    // The device's own collectives (cuda: NCCL over the joined ranks).
+    if (collectives)
+      return invalidArgument("this device sums over the ranks it joined "
+                             "(kiln_session_join_nccl): pass no collectives");
+    deviceSums_ = GradientOverlap::plannedStats(buckets, ops->size());
+    deviceSumsArmed_ = true;
+    return device_->armGradientSums(entry, &deviceSums_.blocked_ns);
+  }
+  if (!collectives || !collectives->start || !collectives->progress ||
+      !collectives->wait)
+    return invalidArgument("the collectives need start, progress and wait");
   armedOverlap_ = std::make_unique<GradientOverlap>(
-      *artifact_, std::move(buckets), collectives, pointers_, ops->size());
+      *artifact_, std::move(buckets), *collectives, pointers_, ops->size());
   return Result::ok();
 }
 
@@ -482,6 +486,10 @@ Result Session::run(const std::string &entryName) {
   if (overlap) {
     KILN_RETURN_IF_ERROR(overlap->finish());
     overlapStats_ = overlap->getStats();
+  }
+  if (accumulating && deviceSumsArmed_) {
+    deviceSumsArmed_ = false;
+    overlapStats_ = deviceSums_;
   }
   if (accumulating)
     ++microBatches_;

@@ -96,8 +96,10 @@ public:
   Result collectOverRanks(const std::vector<std::string> &names,
                           RankCollective::Kind kind,
                           const uint64_t *parts = nullptr);
-  /// kiln_session_arm_gradient_sums: arms the next accumulate_step.
-  Result armGradientSums(const kiln_collectives &collectives);
+  /// kiln_session_arm_gradient_sums: arms the next accumulate_step, with
+  /// the caller's collectives on the cpu devices, the device's (null) on
+  /// cuda.
+  Result armGradientSums(const kiln_collectives *collectives);
   const kiln_overlap_stats &getOverlapStats() const { return overlapStats_; }
   /// kiln_nccl_unique_id: NCCL's id for a new group of ranks.
   static Result makeNcclUniqueId(void *id, std::string &description);
@@ -187,6 +189,9 @@ private:
   /// The next accumulate_step's gradient sums, when armed; the last one's
   /// figures.
   std::unique_ptr<GradientOverlap> armedOverlap_;
+  /// An armed run of the device's own sums, and its stats.
+  bool deviceSumsArmed_ = false;
+  kiln_overlap_stats deviceSums_ = {};
   kiln_overlap_stats overlapStats_ = {};
   bool checkNumerics_ = false;
   bool profiling_ = false;

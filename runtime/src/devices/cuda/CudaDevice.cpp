@@ -8,6 +8,7 @@
 #include "CudaExecutor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -126,6 +127,24 @@ CudaDevice::collectOverRanks(const std::vector<runtime::RankCollective> &work) {
   return Result::ok();
 }
 
+Result CudaDevice::armGradientSums(size_t entry, uint64_t *waitedNs) {
+  armedSums_ = static_cast<long>(entry);
+  sumsWaitedNs_ = waitedNs;
+  return Result::ok();
+}
+
+Result CudaDevice::finishGradientSums() {
+  auto start = std::chrono::steady_clock::now();
+  Result done = executor_->finishGradientSums();
+  if (sumsWaitedNs_)
+    *sumsWaitedNs_ = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::steady_clock::now() - start)
+            .count());
+  sumsWaitedNs_ = nullptr;
+  return done;
+}
+
 Result CudaDevice::run(size_t entry, const runtime::RunOptions &options,
                        const runtime::OpChecks &checks) {
   KILN_RETURN_IF_ERROR(finish());
@@ -147,9 +166,17 @@ Result CudaDevice::run(size_t entry, const runtime::RunOptions &options,
   KILN_RETURN_IF_ERROR(copyIn(false));
   KILN_RETURN_IF_ERROR(executor_->takeStagedInputs());
   KILN_RETURN_IF_ERROR(copyIn(true));
+  // The armed run queues its sums op by op (a captured graph holds an
+  // unarmed run's ops) and returns once they are done.
+  bool armed = armedSums_ == static_cast<long>(entry);
+  armedSums_ = -1;
+  if (armed)
+    executor_->armGradientSums();
   if (options.checkNumerics || options.profile)
-    return runChecked(entry, options, checks);
-  KILN_RETURN_IF_ERROR(executor_->runEntry(entry, graphs_));
+    return runChecked(entry, options, checks, armed);
+  KILN_RETURN_IF_ERROR(executor_->runEntry(entry, graphs_ && !armed));
+  if (armed)
+    KILN_RETURN_IF_ERROR(finishGradientSums());
   inFlight_ = static_cast<long>(entry);
   inFlightChecks_ = &checks;
   return Result::ok();
@@ -182,7 +209,7 @@ Result CudaDevice::checkStatus(size_t entry, const runtime::OpChecks &checks) {
 }
 
 Result CudaDevice::runChecked(size_t entry, const runtime::RunOptions &options,
-                              const runtime::OpChecks &checks) {
+                              const runtime::OpChecks &checks, bool armed) {
   const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
   std::vector<char> scratch;
   for (size_t op = 0; op < firstOp_[entry + 1] - firstOp_[entry]; ++op) {
@@ -209,6 +236,8 @@ Result CudaDevice::runChecked(size_t entry, const runtime::RunOptions &options,
       KILN_RETURN_IF_ERROR(checks.numerics(entry, op, id, scratch.data()));
     }
   }
+  if (armed)
+    KILN_RETURN_IF_ERROR(finishGradientSums());
   KILN_RETURN_IF_ERROR(executor_->synchronize());
   return ran();
 }

@@ -63,12 +63,16 @@ public:
                    double timeoutSeconds) override;
   Result
   collectOverRanks(const std::vector<runtime::RankCollective> &work) override;
+  Result armGradientSums(size_t entry, uint64_t *waitedNs) override;
 
 private:
   CudaDevice() = default;
-  /// Runs `entry` op by op, waiting for each, for its checks and profile.
+  /// Runs `entry` op by op, waiting for each, for its checks and profile;
+  /// with `armed` its gradient sums too, waited for before the end.
   Result runChecked(size_t entry, const runtime::RunOptions &options,
-                    const runtime::OpChecks &checks);
+                    const runtime::OpChecks &checks, bool armed);
+  /// Waits for the armed run's gradient sums, timing the wait.
+  Result finishGradientSums();
   /// Reads the status words `entry`'s kernels set and checks them.
   Result checkStatus(size_t entry, const runtime::OpChecks &checks);
   /// After a run: the device holds the newer bytes of what it may write.
@@ -85,6 +89,10 @@ private:
   bool graphs_ = true;
   /// The entry queued and not finished (-1: none), and its checks.
   long inFlight_ = -1;
+  /// The entry whose next run sums the gradients, and where that run's
+  /// wait for them goes.
+  long armedSums_ = -1;
+  uint64_t *sumsWaitedNs_ = nullptr;
   const runtime::OpChecks *inFlightChecks_ = nullptr;
 };
 

@@ -34,6 +34,10 @@ struct Executor::Op {
   // CopyCall (source, destination) and ZeroCall (destination).
   CUdeviceptr source = 0, destination = 0;
   size_t bytes = 0;
+  // CollectiveStart: its bucket's block of `bucketFloats` values (gaps
+  // zero).
+  CUdeviceptr bucketBlock = 0;
+  size_t bucketFloats = 0;
 };
 
 /// An input's way up: pinned host memory, a device buffer, and the events
@@ -137,16 +141,36 @@ Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
                        made->driver_->getVersionText() + ", " +
                        (cubin ? "its cubin" : "PTX compiled by the driver");
 
-  // Device memory: the arena at its planned offsets, a block per persistent
-  // buffer (constants copied in by the session with the rest).
+  // Device memory: the arena at its planned offsets, a block per gradient
+  // bucket (its accumulators one after another, the gaps zero, so that
+  // NCCL sums the block whole), a block per other persistent buffer
+  // (constants copied in by the session with the rest).
   const std::vector<BufferInfo> &buffers = artifact->getBuffers();
   made->pointers_.assign(buffers.size(), 0);
   if (std::string failed = made->context_->allocate(
           static_cast<size_t>(plan.arena_bytes()), made->arena_);
       !failed.empty())
     return deviceError(failed + " for the arena");
+  KILN_RETURN_IF_ERROR(runtime::listPlanBuckets(plan, buffers, made->buckets_));
+  std::vector<size_t> offsets;
+  for (const runtime::PlanBucket &bucket : made->buckets_) {
+    size_t bytes = runtime::layOutBucket(buffers, bucket, offsets);
+    CUdeviceptr block = 0;
+    std::string failed = made->context_->allocate(bytes, block);
+    if (failed.empty())
+      failed = made->context_->zero(block, bytes);
+    if (!failed.empty())
+      return deviceError(failed + " for gradient bucket " +
+                         std::to_string(bucket.number));
+    made->allocations_.push_back(block);
+    made->bucketBlocks_.push_back({block, bytes / sizeof(float)});
+    for (size_t i = 0; i < bucket.buffers.size(); ++i)
+      made->pointers_[bucket.buffers[i]] = block + offsets[i];
+  }
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferInfo &buffer = buffers[id];
+    if (made->pointers_[id])
+      continue;
     if (buffer.kind == plan::BufferKind::Transient) {
       made->pointers_[id] =
           made->arena_ + static_cast<CUdeviceptr>(buffer.arenaOffset);
@@ -174,6 +198,7 @@ Result Executor::create(std::shared_ptr<const Artifact> artifact, int ordinal,
   if (plan.entries())
     for (const plan::Entry *entry : *plan.entries()) {
       std::vector<Op> ops(entry->ops() ? entry->ops()->size() : 0);
+      made->preparingEntry_ = made->entries_.size();
       for (size_t i = 0; i < ops.size(); ++i)
         KILN_RETURN_IF_ERROR(made->prepareOp(*entry->ops()->Get(i), ops[i])
                                  .withContext("entry '" + entry->name()->str() +
@@ -240,13 +265,19 @@ Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
     prepared.bytes = static_cast<size_t>(artifact_->getBuffers()[id].sizeBytes);
     return Result::ok();
   }
-  case plan::Call::CollectiveStart:
+  case plan::Call::CollectiveStart: {
+    // The bucket's block (buckets_ is in entry, then bucket order).
+    uint32_t number = op.call_as_CollectiveStart()->bucket();
+    for (size_t i = 0; i < buckets_.size(); ++i)
+      if (buckets_[i].entry == preparingEntry_ &&
+          buckets_[i].number == number) {
+        prepared.bucketBlock = bucketBlocks_[i].first;
+        prepared.bucketFloats = bucketBlocks_[i].second;
+      }
+    return Result::ok();
+  }
   case plan::Call::CollectiveWait:
-    // The cuda target sums over the ranks after the backward, with NCCL
-    // (kiln_session_sum_over_ranks); its compiler places no collectives.
-    return Result::error(KILN_ERROR_UNSUPPORTED,
-                         "device 'cuda' does not run a plan's collective "
-                         "ops (a plan compiled for the cpu target)");
+    return Result::ok();
   default:
     return invalidFormat("an op without a call");
   }
@@ -499,6 +530,23 @@ Result Executor::runOp(size_t entry, size_t index) const {
   case plan::Call::ZeroCall:
     failed = context_->zero(op.destination, op.bytes);
     break;
+  case plan::Call::CollectiveStart:
+  case plan::Call::CollectiveWait:
+    // Only the run armed for them sums (a step's last micro-batch).
+    if (!sumsArmed_)
+      break;
+    if (!ranks_)
+      return invalidArgument("the plan's gradient sums need the ranks "
+                             "joined first (kiln_session_join_nccl)");
+    if (op.kind == plan::Call::CollectiveWait)
+      return ranks_->joinCompute().withContext(describeOp(entry, index));
+    sumsStarted_ = true;
+    return ranks_
+        ->startFloats({{op.bucketBlock,
+                        op.bucketFloats,
+                        runtime::RankCollective::Kind::Sum,
+                        {}}})
+        .withContext(describeOp(entry, index));
   default:
     break;
   }
@@ -510,6 +558,14 @@ Result Executor::runOp(size_t entry, size_t index) const {
 
 Result Executor::timeOp(size_t entry, size_t index,
                         double &milliseconds) const {
+  // A collective's time is not the compute stream's: it is queued, and
+  // waited for by finishGradientSums.
+  plan::Call kind = entries_[entry][index].kind;
+  if (kind == plan::Call::CollectiveStart ||
+      kind == plan::Call::CollectiveWait) {
+    milliseconds = 0;
+    return runOp(entry, index);
+  }
   CUstream compute = context_->getComputeStream();
   std::string failed = context_->record(start_, compute);
   if (!failed.empty())
@@ -525,6 +581,12 @@ Result Executor::timeOp(size_t entry, size_t index,
     return deviceError(failed).withContext(describeOp(entry, index));
   milliseconds = elapsed;
   return Result::ok();
+}
+
+Result Executor::finishGradientSums() {
+  bool started = sumsStarted_;
+  sumsArmed_ = sumsStarted_ = false;
+  return started ? ranks_->waitStarted() : Result::ok();
 }
 
 Result Executor::synchronize() const {

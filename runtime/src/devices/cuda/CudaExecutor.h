@@ -30,6 +30,7 @@
 #include "CublasLt.h"
 #include "CudaContext.h"
 #include "Nccl.h"
+#include "PlanCollectives.h"
 #include "Result.h"
 
 #include <memory>
@@ -79,6 +80,14 @@ public:
   /// Sums f32 buffers `ids` over the joined ranks in place, after the work
   /// queued so far; returns once done.
   Result collectOverRanks(const std::vector<runtime::RankCollective> &work);
+  /// The next runs' CollectiveStart/Wait ops queue the plan's gradient
+  /// sums over the joined ranks (NCCL on its stream, each bucket after the
+  /// compute stream's work before its start op; the compute stream's work
+  /// after a wait op after every bucket started)...
+  void armGradientSums() { sumsArmed_ = true; }
+  /// ... until this, which returns once the sums started are done
+  /// (watched for errors and the timeout). Unarmed runs skip those ops.
+  Result finishGradientSums();
   /// What op `index` of entry `entry` runs on the GPU: a kernel's grid and
   /// block, a GEMM's cuBLASLt problem and algorithm.
   std::string describeDeviceOp(size_t entry, size_t index) const;
@@ -117,6 +126,12 @@ private:
   std::string description_;
   /// The data-parallel ranks, once joined.
   std::unique_ptr<NcclRanks> ranks_;
+  /// The plan's gradient buckets and each one's block and f32 count.
+  std::vector<runtime::PlanBucket> buckets_;
+  std::vector<std::pair<CUdeviceptr, size_t>> bucketBlocks_;
+  size_t preparingEntry_ = 0;
+  bool sumsArmed_ = false;
+  mutable bool sumsStarted_ = false;
 };
 
 } // namespace cuda

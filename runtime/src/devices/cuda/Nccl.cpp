@@ -223,11 +223,16 @@ Result NcclRanks::watch(const std::string &what, Done done) {
 }
 
 Result NcclRanks::collectFloats(const std::vector<NcclFloats> &buffers) {
+  KILN_RETURN_IF_ERROR(startFloats(buffers));
+  KILN_RETURN_IF_ERROR(joinCompute());
+  return waitStarted();
+}
+
+Result NcclRanks::startFloats(const std::vector<NcclFloats> &buffers) {
   if (failed_ || !comm_)
     return deviceError("the NCCL communicator was aborted after an earlier "
                        "failure");
   const NcclApi &api = nccl_->api();
-  const DriverApi &cu = driver_.api();
   // The collective stream starts after the compute stream's work so far.
   CUstream compute = context_.getComputeStream();
   for (const std::string &failed :
@@ -270,29 +275,42 @@ Result NcclRanks::collectFloats(const std::vector<NcclFloats> &buffers) {
     result = ended;
   if (result != kNcclSuccess && result != kNcclInProgress)
     return fail(nccl_->describeError(call, result, comm_));
+  Kind kind = buffers.empty() ? Kind::Sum : buffers.front().kind;
+  startedBytes_ += bytes;
+  started_ = std::string(kind == Kind::Sum           ? "the all-reduce"
+                         : kind == Kind::ReduceParts ? "the reduce"
+                                                     : "the gather") +
+             " of " + std::to_string(startedBytes_) +
+             (kind == Kind::GatherParts ? " parameter" : " gradient") +
+             " bytes";
   // A non-blocking communicator may still be queueing the group's work
   // when ncclGroupEnd returns: the stream is NCCL's until its state says
   // success.
-  Kind kind = buffers.empty() ? Kind::Sum : buffers.front().kind;
-  std::string what = std::string(kind == Kind::Sum           ? "the all-reduce"
-                                 : kind == Kind::ReduceParts ? "the reduce"
-                                                             : "the gather") +
-                     " of " + std::to_string(bytes) +
-                     (kind == Kind::GatherParts ? " parameter" : " gradient") +
-                     " bytes";
   if (result == kNcclInProgress)
-    KILN_RETURN_IF_ERROR(watch("queueing " + what, [] { return true; }));
+    KILN_RETURN_IF_ERROR(watch("queueing " + started_, [] { return true; }));
+  return Result::ok();
+}
+
+Result NcclRanks::joinCompute() {
   for (const std::string &failed :
-       {context_.record(reduced_, stream_), context_.wait(compute, reduced_)})
+       {context_.record(reduced_, stream_),
+        context_.wait(context_.getComputeStream(), reduced_)})
     if (!failed.empty())
       return fail(failed);
+  return Result::ok();
+}
+
+Result NcclRanks::waitStarted() {
+  const DriverApi &cu = driver_.api();
   std::string queryError;
-  Result watched = watch(what, [&] {
+  Result watched = watch(started_, [&] {
     CUresult state = cu.cuEventQuery(reduced_);
     if (state != kCudaSuccess && state != kCudaErrorNotReady)
       queryError = driver_.describeError("cuEventQuery", state);
     return state != kCudaErrorNotReady;
   });
+  started_.clear();
+  startedBytes_ = 0;
   if (!watched.isOk())
     return watched;
   if (!queryError.empty())

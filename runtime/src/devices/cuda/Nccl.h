@@ -133,6 +133,18 @@ public:
   /// rank; returns once done.
   Result collectFloats(const std::vector<NcclFloats> &buffers);
 
+  /// The same in three parts, so that the collectives overlap the compute
+  /// stream's later work (a plan's gradient sums during the backward):
+  /// queues them on the collective stream after the work queued so far on
+  /// the compute stream, and returns once NCCL took them...
+  Result startFloats(const std::vector<NcclFloats> &buffers);
+  /// ... makes the compute stream's later work wait for every collective
+  /// started so far ...
+  Result joinCompute();
+  /// ... and returns once they are done, watching the communicator's
+  /// errors and the timeout.
+  Result waitStarted();
+
 private:
   NcclRanks(const Driver &driver, const Context &context)
       : driver_(driver), context_(context) {}
@@ -147,6 +159,10 @@ private:
   NcclComm comm_ = nullptr;
   CUstream stream_ = nullptr;
   CUevent queued_ = nullptr, reduced_ = nullptr;
+  /// What the collectives started and not yet waited for move ("the
+  /// all-reduce of 1024 gradient bytes"), for messages.
+  std::string started_;
+  size_t startedBytes_ = 0;
   int rank_ = 0, world_ = 1;
   double timeoutSeconds_ = 0;
   bool failed_ = false;
