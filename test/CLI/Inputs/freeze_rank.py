@@ -24,11 +24,30 @@ def lines(path):
         return 0
 
 
-def find_rank(rank):
-    """The pid of the kiln process of `rank` (from its environment)."""
+def parent(pid):
+    """The parent of process `pid`, or 0."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            # pid (comm) state ppid ...: comm may hold spaces.
+            return int(f.read().rsplit(')', 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def descends_from(pid, ancestor):
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = parent(pid)
+    return False
+
+
+def find_rank(rank, launcher):
+    """The pid of the kiln process of `rank` (from its environment) that
+    `launcher` started (not another run's on the same machine)."""
     marker = b'OMPI_COMM_WORLD_RANK=%d\0' % rank
     for entry in os.listdir('/proc'):
-        if not entry.isdigit():
+        if not entry.isdigit() or not descends_from(int(entry), launcher):
             continue
         try:
             with open('/proc/%s/cmdline' % entry, 'rb') as f:
@@ -58,7 +77,7 @@ def main():
             sys.exit('the run ended or stalled before step 3:\n' +
                      run.communicate()[0].decode())
         time.sleep(0.05)
-    pid = find_rank(rank)
+    pid = find_rank(rank, run.pid)
     if pid is None:
         run.kill()
         sys.exit('no kiln process of rank %d' % rank)
