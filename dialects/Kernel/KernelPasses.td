@@ -172,7 +172,13 @@ def KernelInsertCollectives
     adds its slice of the batch into the gradient accumulators (the
     `<param>.grad_acc` optimizer state; the train step already scales them so
     that their sum over the ranks is the mean gradient). This pass sums them
-    over the ranks where the backward finishes them: the accumulators go
+    over the ranks where the backward finishes them. First, each op that
+    writes an accumulator (the train step emits them after the whole
+    backward) moves up to just after the last op it depends on: the one
+    defining an operand, or a scheduled op writing what it touches or
+    reading what it writes (views of the accumulators move to the top
+    first); those moved to one place keep their order. Then the
+    accumulators go
     into buckets in the order of the scheduled op that last touches each
     (ties in argument order), a bucket closing once it holds `bucket-bytes`
     (the last may hold less); each bucket's `kernel.collective_start`

@@ -34,6 +34,82 @@ struct Bucket {
   int64_t bytes = 0;
 };
 
+/// Moves each op of `entry` that writes a gradient accumulator up to just
+/// after the last op it depends on (the one that defines an operand, or
+/// a scheduled op that writes what it touches or reads what it writes),
+/// views first to just after their source: the step adds a gradient into
+/// its accumulator as soon as the backward has produced it, instead of
+/// after the whole backward, so that its bucket can start early (and the
+/// gradient's transient dies at once).
+void hoistAccumulations(EntryOp entry, BufferAccessAnalysis &access) {
+  Block &body = entry.getBody().front();
+  for (ViewOp view : llvm::make_early_inc_range(body.getOps<ViewOp>())) {
+    if (Operation *source = view.getSource().getDefiningOp())
+      view->moveAfter(source);
+    else
+      view->moveBefore(&body.front());
+  }
+  auto touches = [&](Operation *op, llvm::DenseSet<Value> &read,
+                     llvm::DenseSet<Value> &written) {
+    for (auto [operand, operandAccess] :
+         llvm::zip_equal(op->getOperands(), access.getOperandAccess(op))) {
+      if (reads(operandAccess))
+        read.insert(getRootBuffer(operand));
+      if (writes(operandAccess))
+        written.insert(getRootBuffer(operand));
+    }
+  };
+  SmallVector<Operation *> accumulations;
+  for (Operation &op : body) {
+    if (!isScheduledOp(&op))
+      continue;
+    llvm::DenseSet<Value> read, written;
+    touches(&op, read, written);
+    if (llvm::any_of(written, [&](Value root) {
+          auto argument = dyn_cast<BlockArgument>(root);
+          return argument &&
+                 entry.isGradientAccumulator(argument.getArgNumber());
+        }))
+      accumulations.push_back(&op);
+  }
+  // The op hoisted last to just after each blocking op (null: the block's
+  // start), so that those hoisted to one place keep their order.
+  llvm::DenseMap<Operation *, Operation *> placedAfter;
+  for (Operation *op : accumulations) {
+    llvm::DenseSet<Value> read, written;
+    touches(op, read, written);
+    Operation *after = op->getPrevNode();
+    for (; after; after = after->getPrevNode()) {
+      if (llvm::any_of(after->getResults(), [&](Value result) {
+            return llvm::is_contained(op->getOperands(), result);
+          }))
+        break;
+      if (!isScheduledOp(after))
+        continue;
+      llvm::DenseSet<Value> otherRead, otherWritten;
+      touches(after, otherRead, otherWritten);
+      if (llvm::any_of(otherWritten,
+                       [&](Value root) {
+                         return read.count(root) || written.count(root);
+                       }) ||
+          llvm::any_of(otherRead,
+                       [&](Value root) { return written.count(root); }))
+        break;
+    }
+    Operation *&placed = placedAfter[after];
+    Operation *previous = placed ? placed : after;
+    if (previous == op->getPrevNode() || previous == op) {
+      placed = op;
+      continue;
+    }
+    if (previous)
+      op->moveAfter(previous);
+    else
+      op->moveBefore(&body.front());
+    placed = op;
+  }
+}
+
 /// The world the module's train step was built for (`graph.train`'s
 /// `world`), else 1.
 int64_t getTrainWorld(ModuleOp module) {
@@ -86,6 +162,8 @@ struct KernelInsertCollectivesPass
     if (!body.getOps<CollectiveStartOp>().empty())
       return entry.emitOpError()
              << "has collectives already (kernel-insert-collectives ran)";
+    BufferAccessAnalysis access;
+    hoistAccumulations(entry, access);
     // The last scheduled op touching each buffer (through its views too).
     llvm::DenseMap<Value, std::pair<Operation *, int64_t>> lastTouch;
     int64_t index = 0;
