@@ -245,10 +245,10 @@ kiln::compileWithStats(ModuleOp module, const CompileOptions &options) {
     stats["roofline"] = estimateRoofline(
         module, *target, training, settings->accumulate, model, &rankSteps);
   // A step of one of `world` data-parallel ranks: the gradient
-  // accumulators, of the parameters' types, are summed after the backward,
-  // with nothing overlapping it in today's schedule.
+  // accumulators, of the parameters' types, summed in the buckets the
+  // schedule starts during the backward (or after it).
   if (training && settings->world > 1)
-    stats["data_parallel"] = estimateDataParallel(
-        settings->world, resident.params, /*overlapped=*/0.0, rankSteps);
+    stats["data_parallel"] =
+        estimateDataParallel(settings->world, resident.params, rankSteps);
   return stats;
 }

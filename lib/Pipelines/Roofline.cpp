@@ -220,6 +220,10 @@ kiln::estimateRoofline(ModuleOp module, const TargetInfo &target, bool training,
                        std::vector<RankStepTime> *stepTimes) {
   // The step's ops, each with how many times a step runs it.
   std::vector<std::pair<OpCost, int64_t>> ops;
+  // A data-parallel step's last micro-batch: its ops in `ops`, and each
+  // gradient bucket's bytes and the op of `ops` its sum starts before.
+  size_t microBegin = 0, microEnd = 0;
+  std::vector<std::pair<size_t, int64_t>> bucketStarts;
   auto add = [&](StringRef name, int64_t times) {
     for (auto entry : module.getOps<kernel::EntryOp>())
       if (entry.getSymName() == name)
@@ -227,6 +231,13 @@ kiln::estimateRoofline(ModuleOp module, const TargetInfo &target, bool training,
           if (isa<kernel::LaunchOp, kernel::GemmOp, kernel::CopyOp,
                   kernel::ZeroOp>(op))
             ops.push_back({estimateOpCost(op), times});
+          if (auto start = dyn_cast<kernel::CollectiveStartOp>(op)) {
+            int64_t bytes = 0;
+            for (Value buffer : start.getBuffers())
+              bytes += kernel::getBufferSizeInBytes(
+                  cast<MemRefType>(buffer.getType()));
+            bucketStarts.push_back({ops.size(), bytes});
+          }
         });
   };
   bool hasTrainStep =
@@ -237,6 +248,7 @@ kiln::estimateRoofline(ModuleOp module, const TargetInfo &target, bool training,
                    : hasTrainStep ? "train_step"
                                   : "accumulate_step";
   add(step, step == "accumulate_step" ? accumulate : 1);
+  microEnd = ops.size();
   if (step == "accumulate_step")
     add("apply_step", 1);
 
@@ -281,8 +293,22 @@ kiln::estimateRoofline(ModuleOp module, const TargetInfo &target, bool training,
                         (tensorCores ? peaks.bf16 : peaks.fp32);
         result["mfu_peak"] = tensorCores ? "bf16 tensor cores" : "fp32";
       }
-      if (measured && stepTimes)
-        stepTimes->push_back({std::string(gpu.name), seconds});
+      if (measured && stepTimes) {
+        // The last micro-batch on its own: when each bucket's sum may
+        // start, and when its compute ends.
+        RankStepTime rank{std::string(gpu.name), seconds, 0, {}};
+        size_t bucket = 0;
+        for (size_t op = microBegin; op <= microEnd; ++op) {
+          for (;
+               bucket < bucketStarts.size() && bucketStarts[bucket].first == op;
+               ++bucket)
+            rank.buckets.push_back(
+                {bucketStarts[bucket].second, rank.lastMicroBatchSeconds});
+          if (op < microEnd)
+            rank.lastMicroBatchSeconds += timeOf(ops[op].first, peaks).first;
+        }
+        stepTimes->push_back(std::move(rank));
+      }
       if (measured) {
         // What no measurement covers, taken from the datasheet.
         llvm::json::Array fellBack{"fp32"};

@@ -6,9 +6,13 @@
 // each way), the time that takes over each interconnect of a table of
 // nominal link speeds, and the scaling efficiency against one GPU's
 // roofline step time (Roofline.h), given how much of the communication
-// the schedule overlaps with compute. A model of the hardware, not a
-// measurement: no congestion, no protocol overhead beyond a latency per
-// ring step, and the link's full bandwidth available to the all-reduce.
+// the schedule overlaps with compute: each gradient bucket's all-reduce
+// starts once the backward has reached the bucket's collective start (in
+// the roofline's time) and the previous bucket's all-reduce is done, and
+// what still runs when the backward ends is exposed. A model of the
+// hardware, not a measurement: no congestion, no protocol overhead beyond
+// a latency per ring step, the link's full bandwidth available to the
+// all-reduce, and the all-reduce not slowing the kernels it overlaps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -35,18 +40,30 @@ struct Interconnect {
 /// The table the model uses (datasheet figures).
 llvm::ArrayRef<Interconnect> getInterconnects();
 
-/// A GPU's predicted step time for one rank's share of the batch.
-struct RankStepTime {
-  std::string gpu;
+/// A gradient bucket of a step's last micro-batch: its bytes, and the
+/// time from that micro-batch's start at which its sum may start.
+struct BucketReady {
+  int64_t bytes = 0;
   double seconds = 0;
 };
 
+/// A GPU's predicted step time for one rank's share of the batch, and its
+/// last micro-batch's schedule: its compute time (where the sums are
+/// waited for) and its buckets in start order (none: the gradients are
+/// summed after it).
+struct RankStepTime {
+  std::string gpu;
+  double seconds = 0;
+  double lastMicroBatchSeconds = 0;
+  std::vector<BucketReady> buckets;
+};
+
 /// The "data_parallel" object of --stats: per interconnect, the all-reduce
-/// time of `gradientBytes` over `world` ranks, and per GPU of `steps` the
-/// predicted efficiency step / (step + exposed communication), where
-/// `overlapped` (0..1) of the communication hides behind compute.
+/// time of `gradientBytes` over `world` ranks at once, and per GPU of
+/// `steps` its buckets' sums on that link, the part of them the backward
+/// does not hide (exposed) and the predicted efficiency step / (step +
+/// exposed).
 llvm::json::Object estimateDataParallel(int64_t world, int64_t gradientBytes,
-                                        double overlapped,
                                         llvm::ArrayRef<RankStepTime> steps);
 
 } // namespace kiln
