@@ -233,6 +233,18 @@ TEST(CudaGradientSums, RunOverTheRanksTheSessionJoined) {
   expectError(kiln_session_run(session, "accumulate_step"),
               KILN_ERROR_INVALID_ARGUMENT,
               {"need the ranks joined first", "kiln_session_join_nccl"});
+  // ZeRO-1's parts: an accumulator, tiled by the world's ranks.
+  ASSERT_EQ(kiln_session_set_data_parallel(session, 0, 2), KILN_OK);
+  const uint64_t halves[] = {3, 3}, short_[] = {3, 2};
+  EXPECT_EQ(kiln_session_reduce_in_parts(session, "w.grad_acc", halves),
+            KILN_OK)
+      << kiln_last_error();
+  expectError(kiln_session_reduce_in_parts(session, "w.grad_acc", short_),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"the ranks' parts of 'w.grad_acc' hold 5 values, the buffer 6"});
+  expectError(kiln_session_reduce_in_parts(session, "g", halves),
+              KILN_ERROR_INVALID_ARGUMENT,
+              {"'g' is not an f32 gradient accumulator"});
   kiln_session_destroy(session);
   kiln_artifact_close(artifact);
 }

@@ -137,6 +137,10 @@ TEST(Nccl, TheCpuDevicesRefuseToJoin) {
       kiln_session_parts_over_ranks(loaded.session, unknown, 1, halves, 1),
       KILN_ERROR_INVALID_ARGUMENT,
       {"cannot gather in parts over the ranks 'nothing'"});
+  // The plan's sums in parts are the device's own collectives too.
+  expectError(
+      kiln_session_reduce_in_parts(loaded.session, "w.grad_acc", halves),
+      KILN_ERROR_UNSUPPORTED, {"no collectives of its own"});
 }
 
 } // namespace

@@ -13,7 +13,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
-#include "DataParallelOptions.h"
 #include "FitBatch.h"
 #include "ModelLoading.h"
 
@@ -256,9 +255,6 @@ static kiln::CompileOptions pipelineOptions(int64_t budget) {
   options.weightCopies = !compileNoWeightCopies;
   options.recompute = !noRecompute;
   options.memoryBudget = budget;
-  // As kiln train compiles a step for several ranks.
-  options.planCollectives = kiln::cli::planHoldsGradientSums(
-      compileTarget == kiln::TargetKind::Cuda ? "cuda" : "cpu", zeroStage == 1);
   return options;
 }
 

@@ -25,15 +25,15 @@ static cl::opt<double> collectiveTimeout(
     cl::init(600.0), TRAIN_OPTION);
 static cl::opt<std::string> bucketSize(
     "bucket-size",
-    cl::desc("Data-parallel runs on the cpu devices: the gradient sums start "
+    cl::desc("Data-parallel runs: the gradient sums start "
              "during the backward, in buckets of at least this many bytes "
              "(1MiB, 256KiB, ...; default 1MiB)"),
     cl::init("1MiB"), TRAIN_OPTION);
-static cl::opt<bool> noOverlap(
-    "no-overlap",
-    cl::desc("Data-parallel runs on the cpu devices: sum the gradients after "
-             "the backward instead of during it"),
-    TRAIN_OPTION);
+static cl::opt<bool>
+    noOverlap("no-overlap",
+              cl::desc("Data-parallel runs: sum the gradients after "
+                       "the backward instead of during it"),
+              TRAIN_OPTION);
 static cl::opt<int> zeroStage(
     "zero",
     cl::desc("Data-parallel runs: 1 shards the optimizer "
@@ -49,8 +49,7 @@ static std::string onlyForRanks(const cl::Option &option) {
          "process is the only rank";
 }
 
-Expected<DataParallelOptions>
-DataParallelOptions::read(bool parallel, const std::string &device) {
+Expected<DataParallelOptions> DataParallelOptions::read(bool parallel) {
   DataParallelOptions options;
   if (!(collectiveTimeout >= 0))
     return createStringError(
@@ -58,17 +57,10 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
   if (collectiveTimeout.getNumOccurrences() && !parallel)
     return createStringError(onlyForRanks(collectiveTimeout));
   options.timeoutSeconds = collectiveTimeout;
-  bool zero = zeroStage == 1;
   for (cl::Option *option : {static_cast<cl::Option *>(&bucketSize),
-                             static_cast<cl::Option *>(&noOverlap)}) {
+                             static_cast<cl::Option *>(&noOverlap)})
     if (option->getNumOccurrences() && !parallel)
       return createStringError(onlyForRanks(*option));
-    if (option->getNumOccurrences() && device == "cuda" && zero)
-      return createStringError("--" + option->ArgStr +
-                               " has no effect on --device cuda with --zero "
-                               "1, whose gradients NCCL reduces after the "
-                               "backward");
-  }
   if (bucketSize.getNumOccurrences() && noOverlap)
     return createStringError("--bucket-size has no effect with --no-overlap "
                              "(the gradients are summed whole, in one "
@@ -90,11 +82,6 @@ DataParallelOptions::read(bool parallel, const std::string &device) {
   if (!bucketBytes)
     return createStringError("--bucket-size: " + bucketError);
   options.bucketBytes = uint64_t(*bucketBytes);
-  options.planSums = parallel && planHoldsGradientSums(device, options.zero);
   options.overlap = !noOverlap;
   return options;
-}
-
-bool kiln::cli::planHoldsGradientSums(const std::string &device, bool zero) {
-  return !(device == "cuda" && zero);
 }

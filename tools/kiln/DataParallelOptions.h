@@ -4,8 +4,8 @@
 // Part of Kiln. The options of `mpirun -np N kiln train ...` that say how
 // the ranks work together: the collective timeout, how the gradients are
 // summed (during the backward in buckets, or after it) and ZeRO-1. Each is
-// refused where it would have no effect (one rank, --device cuda, options
-// that exclude each other).
+// refused where it would have no effect (one rank, options that exclude
+// each other).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,27 +22,18 @@ namespace kiln::cli {
 struct DataParallelOptions {
   /// --collective-timeout (0: wait forever).
   double timeoutSeconds = 600;
-  /// The plan sums (or, under --zero 1 on the cpu devices, reduce-scatters)
-  /// the gradients (planHoldsGradientSums)...
-  bool planSums = false;
-  /// ... during the last micro-batch's backward, in buckets of
-  /// `bucketBytes` (without --no-overlap), else after it.
+  /// The plan sums (or, under --zero 1, reduces in parts) the gradients
+  /// during the last micro-batch's backward, in buckets of `bucketBytes`
+  /// (without --no-overlap), else after it.
   bool overlap = true;
   uint64_t bucketBytes = 1 << 20;
   /// --zero 1: shard the optimizer state over the ranks.
   bool zero = false;
 
   /// Reads and checks the options for a run of `parallel` ranks (more than
-  /// one) on `device`.
-  static llvm::Expected<DataParallelOptions> read(bool parallel,
-                                                  const std::string &device);
+  /// one).
+  static llvm::Expected<DataParallelOptions> read(bool parallel);
 };
-
-/// Whether a data-parallel step on `device` holds its gradient sums in its
-/// plan (--kernel-insert-collectives): on every device but cuda under
-/// ZeRO-1, whose sums are NCCL reductions onto the ranks' runs after the
-/// backward.
-bool planHoldsGradientSums(const std::string &device, bool zero);
 
 } // namespace kiln::cli
 

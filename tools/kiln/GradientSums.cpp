@@ -15,23 +15,15 @@ using namespace kiln::cli;
 using namespace llvm;
 
 Error GradientSums::beforeLastMicroBatch(int64_t step) {
-  if (!planSums)
-    return Error::success();
   if (Error error = ranks.heartbeat(step))
     return error;
   return session.armGradientSums(ranks);
 }
 
-Error GradientSums::afterMicroBatches(int64_t step) {
-  if (planSums) {
-    last = session.overlapStats();
-    issueNs.push_back(last.issue_ns);
-    blockedNs.push_back(last.blocked_ns);
-    return Error::success();
-  }
-  if (Error error = ranks.heartbeat(step))
-    return error;
-  return session.sumGradientsOnDevice();
+void GradientSums::afterMicroBatches() {
+  last = session.overlapStats();
+  issueNs.push_back(last.issue_ns);
+  blockedNs.push_back(last.blocked_ns);
 }
 
 template <typename T> static T median(std::vector<T> values) {
@@ -43,7 +35,7 @@ template <typename T> static T median(std::vector<T> values) {
 }
 
 Error GradientSums::report(raw_ostream &os) {
-  if (!planSums || blockedNs.empty())
+  if (blockedNs.empty())
     return Error::success();
   if (session.sumsOnDevice()) {
     // --profile runs each op on its own, waited for: nothing overlaps in

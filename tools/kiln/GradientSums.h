@@ -1,11 +1,11 @@
 //===- GradientSums.h - A data-parallel step's gradient sums ---*- C++ -*-===//
 //
 // Part of Kiln. A data-parallel step sums every rank's gradient
-// accumulators before apply_step. On the cpu devices the step's last
-// micro-batch runs the sums its plan holds (the compiler placed them
-// during the backward in buckets, or after it with --no-overlap;
-// kiln_session_arm_gradient_sums); on cuda, NCCL runs them after it. A
-// heartbeat comes first either way, so that a rank that stopped is named.
+// accumulators before apply_step: the step's last micro-batch runs the
+// sums its plan holds (the compiler placed them during the backward in
+// buckets, or after it with --no-overlap; kiln_session_arm_gradient_sums),
+// over MPI on the cpu devices, NCCL on cuda. A heartbeat comes first, so
+// that a rank that stopped is named.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,14 +25,13 @@ namespace kiln::cli {
 
 class GradientSums {
 public:
-  /// `planSums`: the plan holds the sums (the cpu devices).
-  GradientSums(Communicator &ranks, TrainSession &session, bool planSums)
-      : ranks(ranks), session(session), planSums(planSums) {}
+  GradientSums(Communicator &ranks, TrainSession &session)
+      : ranks(ranks), session(session) {}
 
   /// Before step `step`'s last micro-batch runs.
   llvm::Error beforeLastMicroBatch(int64_t step);
-  /// After step `step`'s micro-batches ran, before apply_step.
-  llvm::Error afterMicroBatches(int64_t step);
+  /// After a step's micro-batches ran: what the sums did.
+  void afterMicroBatches();
   /// --profile: the buckets, the time blocked waiting for them and, for
   /// comparison, a standalone all-reduce of the same bytes (a collective:
   /// every rank calls it; rank 0 prints).
@@ -41,7 +40,6 @@ public:
 private:
   Communicator &ranks;
   TrainSession &session;
-  bool planSums;
   /// Per step: nanoseconds issuing and blocked.
   std::vector<uint64_t> issueNs, blockedNs;
   kiln_overlap_stats last = {};

@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainArtifact.h"
-#include "DataParallelOptions.h"
 #include "ModelLoading.h"
 
 #include "kiln/Artifact/Artifact.h"
@@ -209,8 +208,6 @@ kiln::cli::compileForTraining(StringRef modelPath,
   pipeline.fuse = options.fuse;
   pipeline.precision = options.precision;
   pipeline.weightCopies = options.weightCopies;
-  pipeline.planCollectives =
-      planHoldsGradientSums(options.device, options.zero != 0);
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.overlapCollectives = options.overlapCollectives;
   if (std::string refused = checkCompileOptions(pipeline); !refused.empty())

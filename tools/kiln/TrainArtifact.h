@@ -60,8 +60,8 @@ struct TrainCompileOptions {
   /// optimizer state of its part of each parameter only.
   int64_t zero = 0;
   int64_t rank = 0;
-  /// A data-parallel step's gradient sums, placed in the plan where
-  /// planHoldsGradientSums (--kernel-insert-collectives): buckets of
+  /// A data-parallel step's gradient sums, placed in the plan
+  /// (--kernel-insert-collectives): buckets of
   /// `bucketBytes`, started during the backward with `overlapCollectives`.
   int64_t bucketBytes = 1 << 20;
   bool overlapCollectives = true;

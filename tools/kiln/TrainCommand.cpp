@@ -279,7 +279,7 @@ static int train(Communicator &ranks) {
   bool parallel = ranks.world() > 1;
   bool silent = quiet || !leader;
   Expected<DataParallelOptions> dataParallel =
-      DataParallelOptions::read(parallel, device);
+      DataParallelOptions::read(parallel);
   if (!dataParallel)
     return fail(dataParallel.takeError());
   ranks.setTimeout(dataParallel->timeoutSeconds);
@@ -540,7 +540,7 @@ static int train(Communicator &ranks) {
   int64_t skippedSteps = 0;
   // From here a signal stops the run after its step, saved (StopSignals.h).
   StopSignalScope stopSignals;
-  GradientSums gradientSums(ranks, session, dataParallel->planSums);
+  GradientSums gradientSums(ranks, session);
   // A stop signal on any rank stops every rank after the same step.
   bool ranksStop = false;
   for (int64_t step = int64_t(session.step()) + 1; step <= lastStep; ++step) {
@@ -574,8 +574,7 @@ static int train(Communicator &ranks) {
       lossSum += loss.value_or(NAN);
     }
     if (parallel) {
-      if (Error error = gradientSums.afterMicroBatches(step))
-        return fail(std::move(error));
+      gradientSums.afterMicroBatches();
       if (sharded)
         if (Error error = sharded->beforeApply())
           return fail(std::move(error));

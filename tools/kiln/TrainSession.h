@@ -90,11 +90,7 @@ public:
   /// Binds one batch to the plan's inputs of the same names (the rank's
   /// slice of a whole batch).
   llvm::Error bind(const data::Batch &batch);
-  /// On cuda under ZeRO-1: reduces the gradient accumulators
-  /// (`*.grad_acc`) over the ranks with NCCL, in place, after a step's
-  /// accumulate_step runs and before apply_step.
-  llvm::Error sumGradientsOnDevice();
-  /// Otherwise the next accumulate_step (a step's last micro-batch) runs
+  /// The next accumulate_step (a step's last micro-batch) runs
   /// the plan's gradient sums (placed by the compiler): through
   /// `communicator` on the cpu devices, NCCL on cuda
   /// (kiln_session_arm_gradient_sums).
@@ -184,8 +180,6 @@ private:
   static const char *reportCollective(void *user, llvm::Error error);
   /// The gradient accumulators a data-parallel step sums: name, f32 count.
   std::vector<std::pair<std::string, size_t>> accumulators;
-  /// reduceInParts' accumulators, with each rank's count.
-  std::map<std::string, std::vector<int>> partedAccumulators;
   std::vector<std::string> entries;
   llvm::StringMap<std::pair<kiln_dtype, std::vector<int64_t>>> outputs;
 };

@@ -62,30 +62,6 @@ Error TrainSession::setDataParallel(Communicator &communicator) {
   return Error::success();
 }
 
-Error TrainSession::sumGradientsOnDevice() {
-  // NCCL sums the device's accumulators, on the GPU (under ZeRO-1 the
-  // parted ones onto their ranks' runs).
-  std::vector<const char *> names, parted;
-  std::vector<uint64_t> parts;
-  for (const auto &accumulator : accumulators) {
-    auto found = partedAccumulators.find(accumulator.first);
-    if (found == partedAccumulators.end()) {
-      names.push_back(accumulator.first.c_str());
-      continue;
-    }
-    parted.push_back(accumulator.first.c_str());
-    parts.insert(parts.end(), found->second.begin(), found->second.end());
-  }
-  if (kiln_session_sum_over_ranks(session, names.data(), names.size()) !=
-      KILN_OK)
-    return lastError("cannot sum the gradients over the ranks");
-  if (!parted.empty() &&
-      kiln_session_parts_over_ranks(session, parted.data(), parted.size(),
-                                    parts.data(), /*gather=*/0) != KILN_OK)
-    return lastError("cannot reduce the gradients' parts onto their ranks");
-  return Error::success();
-}
-
 const char *TrainSession::reportCollective(void *user, Error error) {
   auto *session = static_cast<TrainSession *>(user);
   if (!error)
@@ -153,8 +129,12 @@ Error TrainSession::saveGathered(const std::string &path,
 
 Error TrainSession::reduceInParts(const std::string &accumulator,
                                   std::vector<int> counts) {
-  if (device == "cuda") {
-    partedAccumulators[accumulator] = std::move(counts);
+  if (sumsOnDevice()) {
+    // The plan's sums on the GPU reduce it in parts (NCCL).
+    std::vector<uint64_t> parts(counts.begin(), counts.end());
+    if (kiln_session_reduce_in_parts(session, accumulator.c_str(),
+                                     parts.data()) != KILN_OK)
+      return lastError("cannot reduce '" + accumulator + "' in parts");
     return Error::success();
   }
   // MPI on the host buffer, where the sums go through the communicator.

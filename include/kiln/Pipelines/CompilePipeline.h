@@ -54,10 +54,9 @@ struct CompileOptions {
   /// forward instead.
   bool weightCopies = true;
   /// A data-parallel step (the train block's `world` over 1) holds its
-  /// gradient sums as ops (--kernel-insert-collectives), for the
-  /// executors that run them between the backward's ops (the cpu devices,
-  /// the GPU emulator); without it the caller sums after the backward
-  /// (the cuda device: NCCL, kiln_session_sum_over_ranks).
+  /// gradient sums as ops (--kernel-insert-collectives), which the
+  /// executors run during the backward; without it the caller sums after
+  /// the backward (kiln_session_sum_over_ranks on cuda).
   bool planCollectives = true;
   /// The sums start during the backward in buckets of this many bytes...
   int64_t bucketBytes = 1 << 20;

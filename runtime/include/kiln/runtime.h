@@ -400,6 +400,16 @@ typedef struct kiln_overlap_stats {
  * missing (cpu) or given (cuda). */
 KILN_API kiln_status kiln_session_arm_gradient_sums(
     kiln_session *session, const kiln_collectives *collectives);
+/** ZeRO-1 on cuda: the plan's gradient sums reduce the f32 accumulator
+ * `name` in parts instead of summing it whole: `parts[r]` values for rank r
+ * of kiln_session_set_data_parallel's world, in rank order (they must add
+ * up to the buffer), rank r's run of the sum landing on rank r (an
+ * ncclReduce per run, in the bucket's NCCL group; the rest of the buffer is
+ * left undefined). KILN_ERROR_UNSUPPORTED on the cpu devices, whose
+ * caller's collectives decide how they sum. */
+KILN_API kiln_status kiln_session_reduce_in_parts(kiln_session *session,
+                                                  const char *name,
+                                                  const uint64_t *parts);
 /** The last armed run's buckets and times; zeros before one ran. */
 KILN_API kiln_status kiln_session_overlap_stats(const kiln_session *session,
                                                 kiln_overlap_stats *stats);

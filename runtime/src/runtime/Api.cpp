@@ -495,6 +495,17 @@ kiln_status kiln_session_parts_over_ranks(kiln_session *session,
   });
 }
 
+kiln_status kiln_session_reduce_in_parts(kiln_session *session,
+                                         const char *name,
+                                         const uint64_t *parts) {
+  return guarded("kiln_session_reduce_in_parts", session, [&] {
+    KILN_REQUIRE(session);
+    KILN_REQUIRE(name);
+    KILN_REQUIRE(parts);
+    return session->session->reduceInParts(name, parts);
+  });
+}
+
 kiln_status
 kiln_session_arm_gradient_sums(kiln_session *session,
                                const kiln_collectives *collectives) {

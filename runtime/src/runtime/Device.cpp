@@ -32,6 +32,10 @@ Result Device::collectOverRanks(const std::vector<RankCollective> &) {
 
 Result Device::armGradientSums(size_t, uint64_t *) { return noCollectives(); }
 
+Result Device::reduceInParts(uint32_t, std::vector<size_t>) {
+  return noCollectives();
+}
+
 static bool isFloat(plan::DType dtype) {
   return dtype == plan::DType::F32 || dtype == plan::DType::F64 ||
          dtype == plan::DType::F16 || dtype == plan::DType::BF16;

@@ -141,6 +141,9 @@ public:
   /// host waited for them in `*waitedNs`. The cpu devices run them through
   /// the caller's collectives instead (GradientOverlap).
   virtual Result armGradientSums(size_t entry, uint64_t *waitedNs);
+  /// Those sums reduce persistent f32 buffer `id` in `parts` (ZeRO-1: rank
+  /// r's run of parts[r] values onto rank r) instead of summing it whole.
+  virtual Result reduceInParts(uint32_t id, std::vector<size_t> parts);
 };
 
 } // namespace runtime

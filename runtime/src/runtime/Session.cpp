@@ -88,6 +88,23 @@ Result Session::armGradientSums(const kiln_collectives *collectives) {
   return Result::ok();
 }
 
+Result Session::reduceInParts(const std::string &name, const uint64_t *parts) {
+  int64_t id;
+  KILN_RETURN_IF_ERROR(findPersistent(name, "reduce in parts", id));
+  const BufferInfo &buffer = artifact_->getBuffers()[size_t(id)];
+  if (!isGradientAccumulator(buffer) || buffer.dtype != plan::DType::F32)
+    return invalidArgument("'" + name + "' is not an f32 gradient accumulator");
+  std::vector<size_t> perRank(parts, parts + world_);
+  uint64_t total = 0;
+  for (size_t part : perRank)
+    total += part;
+  if (total != uint64_t(buffer.numElements))
+    return invalidArgument("the ranks' parts of '" + name + "' hold " +
+                           std::to_string(total) + " values, the buffer " +
+                           std::to_string(buffer.numElements));
+  return device_->reduceInParts(uint32_t(id), std::move(perRank));
+}
+
 Result Session::joinRanks(const void *id, double timeoutSeconds) {
   // A group of one is NCCL's too (its sums are the values themselves).
   return device_->joinRanks(id, static_cast<int>(rank_),

@@ -100,6 +100,9 @@ public:
   /// the caller's collectives on the cpu devices, the device's (null) on
   /// cuda.
   Result armGradientSums(const kiln_collectives *collectives);
+  /// kiln_session_reduce_in_parts: how the device's own gradient sums
+  /// treat accumulator `name` (world values).
+  Result reduceInParts(const std::string &name, const uint64_t *parts);
   const kiln_overlap_stats &getOverlapStats() const { return overlapStats_; }
   /// kiln_nccl_unique_id: NCCL's id for a new group of ranks.
   static Result makeNcclUniqueId(void *id, std::string &description);

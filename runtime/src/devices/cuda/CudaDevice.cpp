@@ -133,6 +133,11 @@ Result CudaDevice::armGradientSums(size_t entry, uint64_t *waitedNs) {
   return Result::ok();
 }
 
+Result CudaDevice::reduceInParts(uint32_t id, std::vector<size_t> parts) {
+  executor_->reduceInParts(id, std::move(parts));
+  return Result::ok();
+}
+
 Result CudaDevice::finishGradientSums() {
   auto start = std::chrono::steady_clock::now();
   Result done = executor_->finishGradientSums();

@@ -64,6 +64,7 @@ public:
   Result
   collectOverRanks(const std::vector<runtime::RankCollective> &work) override;
   Result armGradientSums(size_t entry, uint64_t *waitedNs) override;
+  Result reduceInParts(uint32_t id, std::vector<size_t> parts) override;
 
 private:
   CudaDevice() = default;

@@ -35,9 +35,10 @@ struct Executor::Op {
   CUdeviceptr source = 0, destination = 0;
   size_t bytes = 0;
   // CollectiveStart: its bucket's block of `bucketFloats` values (gaps
-  // zero).
+  // zero), and its buffers.
   CUdeviceptr bucketBlock = 0;
   size_t bucketFloats = 0;
+  std::vector<uint32_t> bucketBuffers;
 };
 
 /// An input's way up: pinned host memory, a device buffer, and the events
@@ -273,6 +274,7 @@ Result Executor::prepareOp(const plan::Op &op, Op &prepared) {
           buckets_[i].number == number) {
         prepared.bucketBlock = bucketBlocks_[i].first;
         prepared.bucketFloats = bucketBlocks_[i].second;
+        prepared.bucketBuffers = buckets_[i].buffers;
       }
     return Result::ok();
   }
@@ -541,11 +543,7 @@ Result Executor::runOp(size_t entry, size_t index) const {
     if (op.kind == plan::Call::CollectiveWait)
       return ranks_->joinCompute().withContext(describeOp(entry, index));
     sumsStarted_ = true;
-    return ranks_
-        ->startFloats({{op.bucketBlock,
-                        op.bucketFloats,
-                        runtime::RankCollective::Kind::Sum,
-                        {}}})
+    return ranks_->startFloats(bucketCollectives(op))
         .withContext(describeOp(entry, index));
   default:
     break;
@@ -581,6 +579,29 @@ Result Executor::timeOp(size_t entry, size_t index,
     return deviceError(failed).withContext(describeOp(entry, index));
   milliseconds = elapsed;
   return Result::ok();
+}
+
+std::vector<NcclFloats> Executor::bucketCollectives(const Op &op) const {
+  using Kind = runtime::RankCollective::Kind;
+  bool parted = false;
+  for (uint32_t id : op.bucketBuffers)
+    parted = parted || reduceParts_.count(id);
+  if (!parted)
+    return {{op.bucketBlock, op.bucketFloats, Kind::Sum, {}}};
+  // ZeRO-1: each parted accumulator's runs reduced onto their ranks, the
+  // others summed whole; one NCCL group either way.
+  const std::vector<BufferInfo> &buffers = artifact_->getBuffers();
+  std::vector<NcclFloats> collectives;
+  for (uint32_t id : op.bucketBuffers) {
+    auto found = reduceParts_.find(id);
+    size_t count = static_cast<size_t>(buffers[id].numElements);
+    if (found == reduceParts_.end())
+      collectives.push_back({pointer(id), count, Kind::Sum, {}});
+    else
+      collectives.push_back(
+          {pointer(id), count, Kind::ReduceParts, found->second});
+  }
+  return collectives;
 }
 
 Result Executor::finishGradientSums() {

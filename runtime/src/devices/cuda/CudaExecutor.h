@@ -33,6 +33,7 @@
 #include "PlanCollectives.h"
 #include "Result.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,10 @@ public:
   /// compute stream's work before its start op; the compute stream's work
   /// after a wait op after every bucket started)...
   void armGradientSums() { sumsArmed_ = true; }
+  /// Those sums reduce buffer `id` in `parts` (ZeRO-1), not whole.
+  void reduceInParts(uint32_t id, std::vector<size_t> parts) {
+    reduceParts_[id] = std::move(parts);
+  }
   /// ... until this, which returns once the sums started are done
   /// (watched for errors and the timeout). Unarmed runs skip those ops.
   Result finishGradientSums();
@@ -100,6 +105,9 @@ private:
   Result prepareOp(const plan::Op &op, Op &prepared);
   Result prepareStaging();
   Result capture(size_t entry, EntryGraph &graph);
+  /// What a CollectiveStart `op` queues: its block summed whole, or each
+  /// accumulator summed or reduced in parts (reduceInParts).
+  std::vector<NcclFloats> bucketCollectives(const Op &op) const;
   /// Times each distinct GEMM's candidates on its own buffers (zeroed
   /// first) and keeps the fastest.
   Result tuneGemms();
@@ -131,6 +139,7 @@ private:
   std::vector<std::pair<CUdeviceptr, size_t>> bucketBlocks_;
   size_t preparingEntry_ = 0;
   bool sumsArmed_ = false;
+  std::map<uint32_t, std::vector<size_t>> reduceParts_;
   mutable bool sumsStarted_ = false;
 };
 
