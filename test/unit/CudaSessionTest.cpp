@@ -191,7 +191,7 @@ TEST(CudaSession, FailingCallsAreNamedWhereTheyFail) {
 /// A cuda plan's gradient sums (CollectiveStart/Wait): the cuda session
 /// runs them with its own collectives (NCCL over the joined ranks), so it
 /// refuses the caller's; a run that is not armed adds and sums nothing; an
-/// armed run without joined ranks fails naming the join.
+/// armed run without joined ranks fails naming the join, and disarms.
 TEST(CudaGradientSums, RunOverTheRanksTheSessionJoined) {
   ScopedEnvironment library("KILN_LIBCUDA", KILN_FAKE_LIBCUDA),
       cublas("KILN_LIBCUBLASLT", KILN_FAKE_CUBLASLT);
@@ -233,6 +233,14 @@ TEST(CudaGradientSums, RunOverTheRanksTheSessionJoined) {
   expectError(kiln_session_run(session, "accumulate_step"),
               KILN_ERROR_INVALID_ARGUMENT,
               {"need the ranks joined first", "kiln_session_join_nccl"});
+  // The failed run disarmed: the next one adds again (its add and the
+  // failed run's: three times g) and sums nothing.
+  ASSERT_EQ(kiln_session_run(session, "accumulate_step"), KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(kiln_session_get_buffer(session, "w.grad_acc", summed.data(), 24),
+            KILN_OK)
+      << kiln_last_error();
+  EXPECT_EQ(summed, (std::vector<float>{3, 6, 9, 12, 15, 18}));
   // ZeRO-1's parts: an accumulator, tiled by the world's ranks.
   ASSERT_EQ(kiln_session_set_data_parallel(session, 0, 2), KILN_OK);
   const uint64_t halves[] = {3, 3}, short_[] = {3, 2};

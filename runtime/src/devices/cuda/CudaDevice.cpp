@@ -177,9 +177,16 @@ Result CudaDevice::run(size_t entry, const runtime::RunOptions &options,
   armedSums_ = -1;
   if (armed)
     executor_->armGradientSums();
+  Result done = options.checkNumerics || options.profile
+                    ? runChecked(entry, options, checks, armed)
+                    : executor_->runEntry(entry, graphs_ && !armed);
+  // A run that failed midway still waits for the sums it started (within
+  // the timeout), so that none stays in flight and no later run is armed.
+  if (armed && !done.isOk())
+    (void)finishGradientSums();
+  KILN_RETURN_IF_ERROR(std::move(done));
   if (options.checkNumerics || options.profile)
-    return runChecked(entry, options, checks, armed);
-  KILN_RETURN_IF_ERROR(executor_->runEntry(entry, graphs_ && !armed));
+    return Result::ok();
   if (armed)
     KILN_RETURN_IF_ERROR(finishGradientSums());
   inFlight_ = static_cast<long>(entry);
