@@ -62,6 +62,26 @@ def ConvertKernelToHostLLVM : Pass<"convert-kernel-to-host-llvm", "::mlir::Modul
     "::mlir::vector::VectorDialect"];
 }
 
+def ShareLoopBodies : Pass<"share-loop-bodies", "::mlir::ModuleOp"> {
+  let summary = "Outlines equal loop bodies into one function each.";
+  let description = [{
+    Host code, after --convert-kernel-to-host-llvm's chunk restriction and
+    vectorization (which runs it): the bodies of outermost `scf.parallel`
+    loops of every `func.func` that are the same but for the values of
+    their scalar constants, and for the leading dim of memrefs that they
+    only load from and store to, become one private, never-inlined
+    function per group of at least two; each loop calls it with its
+    induction variables, the values it reads from outside (a memref
+    reinterpreted to the group's largest leading dim) and its own constants.
+    Bodies without a loop of their own, or under 8 ops, stay. An
+    optimizer's per-parameter updates and a global norm's per-parameter
+    sums then cost code generation one body, not one per parameter.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect"];
+}
+
 def ConvertKernelToGpu : Pass<"convert-kernel-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Maps every kernel.func onto GPU blocks and threads.";
   let description = [{

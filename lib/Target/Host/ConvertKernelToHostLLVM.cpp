@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShareLoopBodies.h"
 #include "VectorizeElementwiseLoops.h"
 #include "kiln/Conversion/Passes.h"
 #include "kiln/KernelSignatures.h"
@@ -134,6 +135,9 @@ struct ConvertKernelToHostLLVMPass
         return signalPassFailure();
       vectorizeElementwiseLoops(info.body);
     }
+    // Equal bodies (one per parameter in an optimizer's kernels) become
+    // calls of one function each: code generation pays for one.
+    SmallVector<std::string> shared = shareLoopBodies(module);
 
     // f32 tanh (GELU and its gradient) becomes MLIR's rational
     // approximation: arithmetic that the loop vectorizer handles, about ten
@@ -174,6 +178,11 @@ struct ConvertKernelToHostLLVMPass
     toLLVM.addPass(createCanonicalizerPass());
     if (failed(runPipeline(toLLVM, module)))
       return signalPassFailure();
+
+    // Shared bodies are the kernels' own, not kernels.so's interface.
+    for (const std::string &name : shared)
+      module.lookupSymbol<LLVM::LLVMFuncOp>(name).setLinkage(
+          LLVM::Linkage::Internal);
 
     std::vector<KernelSignature> signatures;
     for (KernelInfo &info : kernels) {

@@ -136,10 +136,11 @@ static void optimize(llvm::Module &module, llvm::TargetMachine &machine,
   passes.run(module, modules);
 }
 
-/// The kernels of `kernelModule` as LLVM IR for `machine`, not optimized.
+/// The kernels of `kernelModule` as LLVM IR for `machine`, not optimized;
+/// the lowering's passes and the translation timed under `timing`.
 static FailureOr<std::unique_ptr<llvm::Module>>
 translateKernels(ModuleOp kernelModule, llvm::LLVMContext &context,
-                 llvm::TargetMachine &machine) {
+                 llvm::TargetMachine &machine, TimingScope &timing) {
   // The kernels alone: entries are the plan, not code (and in a large
   // model, most of the module), and the model's module attributes
   // (graph.*, kernel.*) have no meaning in LLVM IR.
@@ -152,11 +153,16 @@ translateKernels(ModuleOp kernelModule, llvm::LLVMContext &context,
     if (!attr.getName().getValue().contains('.'))
       lowered->getOperation()->setAttr(attr.getName(), attr.getValue());
 
-  PassManager pm(kernelModule.getContext());
-  pm.addPass(kiln::createConvertKernelToHostLLVM());
-  if (failed(pm.run(*lowered)))
-    return failure();
+  {
+    TimingScope lowering = timing.nest("lower to the LLVM dialect");
+    PassManager pm(kernelModule.getContext());
+    pm.enableTiming(lowering);
+    pm.addPass(kiln::createConvertKernelToHostLLVM());
+    if (failed(pm.run(*lowered)))
+      return failure();
+  }
 
+  TimingScope translating = timing.nest("translate to LLVM IR");
   std::unique_ptr<llvm::Module> module =
       translateModuleToLLVMIR(*lowered, context, "kernels");
   if (!module)
@@ -180,8 +186,9 @@ kiln::buildHostLLVMModule(ModuleOp kernelModule, llvm::LLVMContext &context,
       createTargetMachine(options, error);
   if (!machine)
     return kernelModule.emitError("no x86-64 target machine: ") << error;
+  TimingScope none;
   FailureOr<std::unique_ptr<llvm::Module>> module =
-      translateKernels(kernelModule, context, *machine);
+      translateKernels(kernelModule, context, *machine, none);
   if (failed(module))
     return failure();
   optimize(**module, *machine, options.aggressive);
@@ -347,7 +354,7 @@ LogicalResult kiln::buildKernelsSharedObject(ModuleOp kernelModule,
     TimingScope translating = parent.nest("lower to LLVM IR and split");
     llvm::LLVMContext context;
     FailureOr<std::unique_ptr<llvm::Module>> module =
-        translateKernels(kernelModule, context, *machine);
+        translateKernels(kernelModule, context, *machine, translating);
     if (failed(module))
       return failure();
     unsigned kernels = 0;
