@@ -117,10 +117,8 @@ writeCudaKernels(ModuleOp module,
       return failure();
     TimingScope building = timing.nest("GPU emulator (kernels.emu.so)");
     std::string bytes;
-    HostTargetOptions emulatorHost = options.host;
-    emulatorHost.aggressive = false;
     if (failed(buildKernelsSharedObject(*emulated, pathOf("kernels.emu.so"),
-                                        emulatorHost, &building, &bytes)))
+                                        options.host, &building, &bytes)))
       return failure();
     planOptions.emulatorHash = hashBytes(bytes.data(), bytes.size());
   }

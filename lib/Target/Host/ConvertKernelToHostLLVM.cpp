@@ -161,21 +161,24 @@ struct ConvertKernelToHostLLVMPass
 
     // Loops, math, memrefs → LLVM. Math becomes libm calls (sqrt an
     // instruction), bf16 conversions are expanded inline (libgcc here has no
-    // __truncsfbf2), and memrefs are passed as bare pointers.
+    // __truncsfbf2), and memrefs are passed as bare pointers. The passes
+    // that work within a function run nested, on every core.
     OpPassManager toLLVM(ModuleOp::getOperationName());
-    addKernelBodyToBranchesPasses(toLLVM);
+    addKernelBodyToBranchesPasses(toLLVM.nest<func::FuncOp>());
     toLLVM.addPass(createConvertMathToLibmPass());
-    toLLVM.addPass(createConvertMathToLLVMPass());
-    toLLVM.addPass(createConvertVectorToLLVMPass());
+    OpPassManager &functionsToLLVM = toLLVM.nest<func::FuncOp>();
+    functionsToLLVM.addPass(createConvertMathToLLVMPass());
+    functionsToLLVM.addPass(createConvertVectorToLLVMPass());
     toLLVM.addPass(createFinalizeMemRefToLLVMConversionPass());
     ConvertFuncToLLVMPassOptions funcOptions;
     funcOptions.useBarePtrCallConv = true;
     toLLVM.addPass(createConvertFuncToLLVMPass(funcOptions));
-    toLLVM.addPass(createArithToLLVMConversionPass());
+    toLLVM.nest<LLVM::LLVMFuncOp>().addPass(createArithToLLVMConversionPass());
     toLLVM.addPass(createConvertControlFlowToLLVMPass());
-    toLLVM.addPass(createConvertIndexToLLVMPass());
-    toLLVM.addPass(createReconcileUnrealizedCastsPass());
-    toLLVM.addPass(createCanonicalizerPass());
+    OpPassManager &cleanUp = toLLVM.nest<LLVM::LLVMFuncOp>();
+    cleanUp.addPass(createConvertIndexToLLVMPass());
+    cleanUp.addPass(createReconcileUnrealizedCastsPass());
+    cleanUp.addPass(createCanonicalizerPass());
     if (failed(runPipeline(toLLVM, module)))
       return signalPassFailure();
 

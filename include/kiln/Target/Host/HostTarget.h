@@ -6,7 +6,7 @@
 //   void kiln_kN(void **buffers, int64_t begin, int64_t end);
 //
 // (DESIGN.md, "Kernel code generation"): the LLVM dialect
-// (--convert-kernel-to-host-llvm), LLVM IR optimized at -O3 with loop and
+// (--convert-kernel-to-host-llvm), LLVM IR optimized at -O2 with loop and
 // SLP vectorization, an x86-64 object with floating-point contraction off,
 // and `ld.lld-22 -shared`. Math functions are libm calls, so the object needs
 // nothing beyond libc and libm.
@@ -41,12 +41,6 @@ struct HostTargetOptions {
   /// artifact compiled here runs anywhere; "native" selects this machine's
   /// CPU and features.
   std::string cpu = "x86-64-v2";
-  /// -O3 (aggressive: loops unrolled and non-trivially unswitched), else
-  /// -O2 without unrolling: the GPU emulator's kernels, whose loops over a
-  /// warp's 32 lanes -O3 would turn into 32 copies each (a kernel of many
-  /// reductions into tens of thousands), and whose checked build's loops
-  /// full of checks its unswitching would copy without end.
-  bool aggressive = true;
 };
 
 /// `cpu` resolved to what code is generated for: the name itself, or for
