@@ -79,6 +79,10 @@ if can_mount_tmpfs():
 for variable in ("KILN_GEMM", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
     config.environment.pop(variable, None)
 
+# Every compile in a test verifies its IR after every pass, not only at the
+# end as users' compiles do (kiln/Support/PassVerification.h).
+config.environment["KILN_VERIFY_EACH"] = "1"
+
 # Compiled artifacts of kiln train/sample go to a cache inside the build tree,
 # never to the user's ~/.cache.
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root,

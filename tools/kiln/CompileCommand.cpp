@@ -25,6 +25,7 @@
 #include "kiln/Pipelines/CompileStats.h"
 #include "kiln/Pipelines/MemoryTimelineData.h"
 #include "kiln/Plot/MemoryTimeline.h"
+#include "kiln/Support/PassVerification.h"
 #include "kiln/Target/Cuda/CudaTarget.h"
 #include "kiln/Target/Host/HostTarget.h"
 
@@ -484,7 +485,7 @@ int kiln::cli::runCompile() {
       kiln::buildCompilePipeline(pm, compile);
     else
       kiln::addTrainingPasses(pm, compile);
-    if (mlir::failed(pm.run(*model->module)))
+    if (mlir::failed(kiln::runVerifyingOnce(pm, *model->module)))
       return 1;
   }
   if (writesArtifact) {

@@ -12,6 +12,7 @@
 #include "kiln/Dialect/Graph/Transforms/TrainStep.h"
 #include "kiln/Pipelines/CompilePipeline.h"
 #include "kiln/Pipelines/CompileProgress.h"
+#include "kiln/Support/PassVerification.h"
 #include "kiln/Support/UserFile.h"
 #include "kiln/Target/Host/HostTarget.h"
 #include "kiln/runtime.h"
@@ -217,7 +218,7 @@ kiln::cli::compileForTraining(StringRef modelPath,
   CompileProgress progress(
       errs(), options.quiet ? HUGE_VAL : CompileProgress::kDefaultAfterSeconds);
   pm.addInstrumentation(progress.instrumentation());
-  if (failed(pm.run(module)))
+  if (failed(runVerifyingOnce(pm, module)))
     return createStringError("compilation failed (see above)");
 
   if (std::error_code error = sys::fs::create_directories(cacheDirectory))

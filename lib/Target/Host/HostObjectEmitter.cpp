@@ -17,6 +17,7 @@
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kernel/IR/KernelOps.h"
 #include "kiln/Files.h"
+#include "kiln/Support/PassVerification.h"
 #include "kiln/Target/Host/HostTarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -163,7 +164,7 @@ translateKernels(ModuleOp kernelModule, llvm::LLVMContext &context,
     PassManager pm(kernelModule.getContext());
     pm.enableTiming(lowering);
     pm.addPass(kiln::createConvertKernelToHostLLVM());
-    if (failed(pm.run(*lowered)))
+    if (failed(kiln::runVerifyingOnce(pm, *lowered)))
       return failure();
   }
 
