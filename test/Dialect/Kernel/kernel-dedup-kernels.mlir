@@ -85,3 +85,38 @@ kernel.entry @step(%p: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.
   kernel.launch @copy4(%r, %s) : memref<4xf32>, memref<4xf32>
   kernel.return
 }
+
+// -----
+
+// The same ops over the same types, wired differently (x - y against
+// y - x), are different kernels.
+// CHECK-LABEL: kernel.func @sub_xy
+// CHECK: kernel.func @sub_yx
+// CHECK: kernel.launch @sub_xy
+// CHECK: kernel.launch @sub_yx
+kernel.func @sub_xy(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x, %y : memref<8xf32>, memref<8xf32>) outs(%z : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  }
+  kernel.return
+}
+kernel.func @sub_yx(%x: memref<8xf32>, %y: memref<8xf32>, %z: memref<8xf32>) attributes {grain = 4 : i64, range = 8 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x, %y : memref<8xf32>, memref<8xf32>) outs(%z : memref<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %b, %a : f32
+    linalg.yield %d : f32
+  }
+  kernel.return
+}
+kernel.entry @step(%p: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "p"},
+                   %q: memref<8xf32> {kernel.kind = #kernel.kind<input>, kernel.name = "q"},
+                   %r: memref<8xf32> {kernel.kind = #kernel.kind<output>, kernel.name = "r"}) {
+  %t = kernel.alloc : memref<8xf32>
+  kernel.launch @sub_xy(%p, %q, %t) : memref<8xf32>, memref<8xf32>, memref<8xf32>
+  kernel.launch @sub_yx(%t, %q, %r) : memref<8xf32>, memref<8xf32>, memref<8xf32>
+  kernel.return
+}
