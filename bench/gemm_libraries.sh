@@ -6,8 +6,10 @@
 # Trains MODEL (default examples/gpt.kiln, on the bundled text) for STEPS
 # steps (default 40) with each configuration in turn, ROUNDS times (default
 # 5), interleaved: oneDNN (the default), OpenBLAS as it loads (its table of
-# CPU models decides, OPENBLAS_CORETYPE unset), OpenBLAS forced to SkylakeX,
-# and Kiln's reference kernel. For each run, --profile gives the time in
+# CPU models decides, OPENBLAS_CORETYPE unset), OpenBLAS forced to its best
+# core for this CPU (SkylakeX where it has AVX-512, else Haswell: forcing
+# SkylakeX on an AVX2-only CPU dies of an illegal instruction), and Kiln's
+# reference kernel. For each run, --profile gives the time in
 # GEMMs and the median step; the figures are medians over rounds of the
 # per-round ratios against oneDNN (> 1: slower than oneDNN).
 #
@@ -22,13 +24,14 @@ OUT=${KILN_BENCH_OUT:-$ROOT/build/bench/gemm}
 mkdir -p "$OUT"
 [[ -x $KILN ]] || { echo "error: $KILN is missing; build first" >&2; exit 1; }
 
-configs=("onednn" "openblas" "openblas-SkylakeX" "reference")
+if grep -qw avx512f /proc/cpuinfo; then FORCED=SkylakeX; else FORCED=Haswell; fi
+configs=("onednn" "openblas" "openblas-$FORCED" "reference")
 run_config() { # NAME ROUND
   local name=$1 round=$2 env=(env -u OPENBLAS_CORETYPE)
   case $name in
     onednn) env+=(KILN_GEMM=onednn) ;;
     openblas) env+=(KILN_GEMM=openblas) ;;
-    openblas-SkylakeX) env+=(KILN_GEMM=openblas OPENBLAS_CORETYPE=SkylakeX) ;;
+    openblas-$FORCED) env+=(KILN_GEMM=openblas OPENBLAS_CORETYPE=$FORCED) ;;
     reference) env+=(KILN_GEMM=reference) ;;
   esac
   "${env[@]}" "$KILN" train "$MODEL" --tokens "$ROOT/examples/data/text/train.txt" \

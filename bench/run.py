@@ -3,7 +3,8 @@
 
 For each model it trains the same model, from the same initial weights, on
 the same batch, with Kiln (`kiln train`, once per GEMM library: oneDNN, and
-OpenBLAS with OPENBLAS_CORETYPE unset and =SkylakeX), with JAX/XLA
+OpenBLAS with OPENBLAS_CORETYPE unset and forced to its best core for this
+CPU: SkylakeX with AVX-512, else Haswell), with JAX/XLA
 (bench/peers/jax_models.py, f32, jax.jit) and with PyTorch, eager and under
 torch.compile (bench/peers/torch_models.py, when torch is installed), and
 measures, interleaved (Kiln's configurations and the peers take turns,
@@ -31,10 +32,11 @@ GEMM kernels each side ran.
 
 Modes: --quick (the default; the MLP and examples/gpt.kiln, 5 rounds; 3
 minutes on 2 cores without PyTorch, torch.compile's compiles add about a
-minute a round) and --full (adds the 12-layer GPT and GPT-2 small,
-bench/models/gpt2-small.kiln, longer runs; 54 minutes here, 25 of them GPT-2
-small's steps of tens of seconds, of which it times one per run).
-f32 on both sides.
+minute a round; f32) and --full (adds the 12-layer GPT and GPT-2 small,
+bench/models/gpt2-small.kiln, longer runs, and bf16 rows for the MLP and
+the GPT example, bench/bf16_rows.py; about an hour here, 25 minutes of it
+GPT-2 small's steps of tens of seconds, of which it times one per run).
+f32 on both sides unless a row says bf16.
 
 Needs: a built tree (build/bin/kiln), python3 with numpy and jax
 (python3 -m pip install jax), and for the PyTorch rows torch (python3 -m
@@ -55,18 +57,26 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "oracle"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bf16_rows  # noqa: E402
 
 QUICK = dict(rounds=5, models=["mlp", "gpt"],
              steps={"mlp": 300, "gpt": 40, "gpt12": 25, "gpt2-small": 2},
-             skip={"mlp": 10, "gpt": 10, "gpt12": 5, "gpt2-small": 1})
+             skip={"mlp": 10, "gpt": 10, "gpt12": 5, "gpt2-small": 1},
+             bf16={})
+# bf16 rows (bench/bf16_rows.py): steps and warm-up steps per run, for the
+# models that have them. PyTorch's bf16 step is slow on a CPU without
+# AVX512-BF16 (seconds for the GPT example), so the GPTs run shorter.
 FULL = dict(rounds=5, models=["mlp", "gpt", "gpt12", "gpt2-small"],
             steps={"mlp": 600, "gpt": 80, "gpt12": 40, "gpt2-small": 2},
-            skip={"mlp": 10, "gpt": 10, "gpt12": 5, "gpt2-small": 1})
+            skip={"mlp": 10, "gpt": 10, "gpt12": 5, "gpt2-small": 1},
+            bf16={"mlp": (300, 10), "gpt": (20, 5)})
 MODEL_FILES = {"mlp": "examples/mlp.kiln", "gpt": "examples/gpt.kiln",
                "gpt12": "bench/models/gpt12.kiln",
                "gpt2-small": "bench/models/gpt2-small.kiln"}
@@ -78,11 +88,16 @@ TORCH_COMPILE_SKIPPED = {"gpt2-small"}
 
 # Kiln's configurations: the name, then the environment changes (None
 # removes the variable). The first is the one every ratio is taken against.
+# The third forces OpenBLAS's best core for this CPU: SkylakeX where it has
+# AVX-512 (the case its table of CPU models misses on Sapphire Rapids),
+# else Haswell (forcing SkylakeX on an AVX2-only CPU dies of SIGILL).
+FORCED_CORETYPE = ("SkylakeX" if "avx512f" in open("/proc/cpuinfo").read()
+                   else "Haswell")
 KILN_CONFIGS = [
     ("kiln onednn", {"KILN_GEMM": "onednn", "OPENBLAS_CORETYPE": None}),
     ("kiln openblas", {"KILN_GEMM": "openblas", "OPENBLAS_CORETYPE": None}),
-    ("kiln openblas SkylakeX", {"KILN_GEMM": "openblas",
-                                "OPENBLAS_CORETYPE": "SkylakeX"}),
+    ("kiln openblas forced", {"KILN_GEMM": "openblas",
+                              "OPENBLAS_CORETYPE": FORCED_CORETYPE}),
 ]
 
 
@@ -176,7 +191,8 @@ def make_inputs(name, dims, config, directory):
 
 # --- One measurement of each side ---------------------------------------------
 
-def kiln_train(kiln, model, weights, data_dir, names, steps, env, out):
+def kiln_train(kiln, model, weights, data_dir, names, steps, env, out,
+               extra=()):
     metrics = out + ".jsonl"
     if os.path.exists(metrics):
         os.remove(metrics)
@@ -185,6 +201,7 @@ def kiln_train(kiln, model, weights, data_dir, names, steps, env, out):
                "--metrics", metrics, "--eval-every", str(steps + 1)]
     for name in names:
         command += ["--data", f"{name}={os.path.join(data_dir, name + '.npy')}"]
+    command += list(extra)
     result = run(command, env)
     header = "\n".join(line for line in result.stderr.splitlines()
                        if "GEMMs:" in line or "warning" in line)
@@ -214,22 +231,26 @@ def kiln_stats(kiln, model):
                            "--stats"]).stdout)
 
 
-def jax_train(config, weights, data_dir, steps, scan=False):
+def jax_train(config, weights, data_dir, steps, scan=False, bf16=False):
     command = [sys.executable, os.path.join(ROOT, "bench/peers/jax_models.py"),
                json.dumps(config), weights, data_dir, str(steps)]
     if scan:
         command.append("--scan")
+    if bf16:
+        command.append("--bf16")
     # JAX's persistent compilation cache stays off: a cold compile each time.
     result = run(command, {"JAX_ENABLE_COMPILATION_CACHE": "false",
                            "JAX_PLATFORMS": "cpu"})
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def torch_train(config, weights, data_dir, steps, compiled):
+def torch_train(config, weights, data_dir, steps, compiled, bf16=False):
     command = [sys.executable, os.path.join(ROOT, "bench/peers/torch_models.py"),
                json.dumps(config), weights, data_dir, str(steps)]
     if compiled:
         command.append("--compile")
+    if bf16:
+        command.append("--bf16")
     cache = tempfile.mkdtemp(prefix="kiln-bench-inductor-")
     try:
         result = run(command, {"TORCHINDUCTOR_CACHE_DIR": cache})
@@ -310,6 +331,11 @@ def main():
     log(f"   {os.cpu_count()} cores ({cpu_model}; {' '.join(cpu_flags)}), "
         f"jax {jax.__version__}, torch {torch_version() or 'not installed'}")
 
+    ctx = types.SimpleNamespace(
+        log=log, kiln=args.kiln, kiln_train=kiln_train, jax_train=jax_train,
+        torch_train=torch_train, median_step=median_step,
+        max_relative_difference=max_relative_difference,
+        out=lambda label: os.path.join(work, label.replace(" ", "-")))
     results = {}
     for name in settings["models"]:
         model = MODEL_FILES[name]
@@ -317,6 +343,7 @@ def main():
         steps = settings["steps"][name]
         # kiln train --steps N past the warmup spans the schedule over N
         # steps; within it, over the train block's (see TrainCommand).
+        schedule_total = config["total"]
         if steps > config["warmup"]:
             config["total"] = steps
         data_dir = os.path.join(work, name)
@@ -369,6 +396,15 @@ def main():
         base = rows[KILN_CONFIGS[0][0]]
         ratios = {label: statistics.median(a / b for a, b in zip(values, base))
                   for label, values in rows.items()}
+        if name in settings["bf16"]:
+            bf16_steps, bf16_skip = settings["bf16"][name]
+            bf16_config = dict(config, total=bf16_steps
+                               if bf16_steps > config["warmup"]
+                               else schedule_total)
+            bf16_result = bf16_rows.measure(
+                ctx, name, model, bf16_config, weights, data_dir, names,
+                bf16_steps, bf16_skip, settings["rounds"], has_torch,
+                KILN_CONFIGS[0][1])
         results[name] = dict(
             model=model, dims=dims, steps=steps, skip=skip, rows=rows,
             ratios=ratios,
@@ -388,6 +424,8 @@ def main():
                           f"torch.compile compiles the loss (Inductor)")
             if "torch eager" in first else None,
             final_loss={label: first[label]["losses"][-1] for label in first})
+        if name in settings["bf16"]:
+            results[name]["bf16"] = bf16_result
 
     elapsed = time.time() - started
     report = render(results, settings, args, cpu_model, cpu_flags, elapsed,
@@ -440,14 +478,15 @@ def render(results, settings, args, cpu_model, cpu_flags, elapsed, jax_version):
         "below), then the median over rounds. In parentheses, the median of "
         "the per-round ratios to `kiln onednn` (> 1: slower than Kiln with "
         "oneDNN). f32 everywhere; every side uses all cores.", "",
-        "| model | kiln onednn | kiln openblas | kiln openblas SkylakeX "
+        "| model | kiln onednn | kiln openblas "
+        f"| kiln openblas {FORCED_CORETYPE} "
         "| jax | torch eager | torch.compile |",
         "|" + "---|" * 7,
     ]
     for name, r in results.items():
         lines.append(
             f"| {name} | {row(r, 'kiln onednn')} | {row(r, 'kiln openblas')} "
-            f"| {row(r, 'kiln openblas SkylakeX')} | {row(r, 'jax')} "
+            f"| {row(r, 'kiln openblas forced')} | {row(r, 'jax')} "
             f"| {row(r, 'torch eager')} | {row(r, 'torch.compile')} |")
     lines += [
         "", "## Compile, memory, kernels, loss", "",
@@ -475,6 +514,7 @@ def render(results, settings, args, cpu_model, cpu_flags, elapsed, jax_version):
             f"| {fmt_bytes(r.get('torch_rss'))} "
             f"| {stats['launches']} + {stats['library_calls']} "
             f"| {peer['fusions']} | {differences} |")
+    lines += bf16_rows.render(results, ms)
     lines += ["", "## What ran", ""]
     for name, r in results.items():
         lines.append(f"- **{name}** (`{r['model']}`, dims "

@@ -27,7 +27,10 @@ and a step count, it measures and prints one JSON object:
   devices, threads the CPU devices and XLA's intra-op thread count
 
 Usage: jax_models.py CONFIG_JSON WEIGHTS.safetensors DATA_DIR STEPS [--scan]
+                     [--bf16]
 --scan runs the GPT's layers through lax.scan instead of unrolling them.
+--bf16 trains in Kiln's bf16 policy (below), the master weights, gradients
+and optimizer state in f32.
 """
 
 import argparse
@@ -73,6 +76,65 @@ def gpt_loss(p, batch, opt, scan=False):
     return oracle.cross_entropy(logits, batch["targets"])
 
 
+# --- bf16: Kiln's policy (docs/mixed-precision.md) -----------------------------
+# GEMMs and attention take bf16 operands, accumulate in f32 and store bf16;
+# layer norm, softmax and cross-entropy compute in f32; elementwise ops in
+# the type of their operands, a bias following the activation; where the
+# f32 residual stream meets a bf16 branch the result is bf16. Master
+# weights, gradients and the optimizer stay f32.
+
+BF16 = jnp.bfloat16
+F32 = jnp.float32
+
+
+def low_matmul(a, w):
+    return jnp.matmul(a.astype(BF16), w.astype(BF16),
+                      preferred_element_type=F32).astype(BF16)
+
+
+def low_causal_attention(q, k, v):
+    scores = jnp.einsum("...qd,...kd->...qk", q, k, preferred_element_type=F32)
+    scores = scores * (1.0 / math.sqrt(q.shape[-1]))
+    tq, tk = scores.shape[-2], scores.shape[-1]
+    allowed = jnp.arange(tk)[None, :] <= jnp.arange(tq)[:, None]
+    probs = oracle.softmax(jnp.where(allowed, scores, -jnp.inf))
+    return jnp.einsum("...qk,...kd->...qd", probs.astype(BF16), v,
+                      preferred_element_type=F32).astype(BF16)
+
+
+def mlp_loss_bf16(p, batch, opt):
+    h = jnp.maximum(low_matmul(batch["x"], p["w1"]) + p["b1"].astype(BF16), 0)
+    logits = low_matmul(h, p["w2"]) + p["b2"].astype(BF16)
+    return oracle.cross_entropy(logits.astype(F32), batch["y"],
+                                opt["label_smoothing"])
+
+
+def gpt_block_bf16(p, prefix, x, num_heads):
+    h = oracle.layer_norm(x.astype(F32), p[prefix + "ln1_g"], p[prefix + "ln1_b"])
+    qkv = low_matmul(h, p[prefix + "w_qkv"]) + p[prefix + "b_qkv"].astype(BF16)
+    q, k, v = jnp.split(qkv, 3, axis=-1)
+    a = low_causal_attention(oracle.heads(q, num_heads),
+                             oracle.heads(k, num_heads),
+                             oracle.heads(v, num_heads))
+    x = x.astype(BF16) + (low_matmul(oracle.merge_heads(a), p[prefix + "w_out"])
+                          + p[prefix + "b_out"].astype(BF16))
+    h = oracle.layer_norm(x.astype(F32), p[prefix + "ln2_g"], p[prefix + "ln2_b"])
+    m = oracle.gelu(low_matmul(h, p[prefix + "w_fc"])
+                    + p[prefix + "b_fc"].astype(BF16))
+    return x + low_matmul(m, p[prefix + "w_proj"]) + p[prefix + "b_proj"].astype(BF16)
+
+
+def gpt_loss_bf16(p, batch, opt):
+    # The embedding gathers bf16 rows; the position table is a parameter
+    # (f32), so their sum is f32.
+    x = p["wte"].astype(BF16)[batch["tokens"]] + p["wpe"]
+    for layer in range(opt["layers"]):
+        x = gpt_block_bf16(p, "block.%d." % layer, x, opt["heads"])
+    h = oracle.layer_norm(x.astype(F32), p["lnf_g"], p["lnf_b"])
+    logits = low_matmul(h, p["wte"].T)
+    return oracle.cross_entropy(logits.astype(F32), batch["targets"])
+
+
 def make_step(loss_fn, opt):
     b1, b2, eps = opt["betas"][0], opt["betas"][1], opt["eps"]
 
@@ -113,6 +175,7 @@ def main():
     parser.add_argument("data")
     parser.add_argument("steps", type=int)
     parser.add_argument("--scan", action="store_true")
+    parser.add_argument("--bf16", action="store_true")
     args = parser.parse_args()
     opt = json.loads(args.config)
 
@@ -120,7 +183,12 @@ def main():
               for k, v in oracle.read_safetensors(args.weights).items()}
     names = ["x", "y"] if opt["kind"] == "mlp" else ["tokens", "targets"]
     batch = {n: np.load(os.path.join(args.data, n + ".npy")) for n in names}
-    if opt["kind"] == "mlp":
+    if args.bf16:
+        if args.scan:
+            raise SystemExit("--bf16 unrolls the layers: no --scan")
+        loss_fn = mlp_loss_bf16 if opt["kind"] == "mlp" else gpt_loss_bf16
+        loss_fn = lambda p, b, f=loss_fn: f(p, b, opt)  # noqa: E731
+    elif opt["kind"] == "mlp":
         loss_fn = lambda p, b: mlp_loss(p, b, opt)  # noqa: E731
     else:
         loss_fn = lambda p, b: gpt_loss(p, b, opt, args.scan)  # noqa: E731

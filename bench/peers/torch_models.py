@@ -5,7 +5,8 @@ The GPT's forward pass, the AdamW set-up (decay on rank >= 2 only) and the
 schedule are bench/peers/gpt_torch.py's (checked against the oracle's JAX
 goldens by bench/peers/check_gpt_torch.py); the MLP is written here the same
 way (relu(x w1 + b1) w2 + b2, cross-entropy with the model's label
-smoothing). float32 on the CPU. With --compile, the loss (forward, and
+smoothing). float32 on the CPU; with --bf16, the loss under
+torch.autocast(cpu, bfloat16). With --compile, the loss (forward, and
 through AOTAutograd its backward) runs under torch.compile (Inductor); the
 optimizer step stays eager.
 
@@ -22,6 +23,7 @@ object:
   threads          torch.get_num_threads()
 
 Usage: torch_models.py CONFIG_JSON WEIGHTS.safetensors DATA_DIR STEPS [--compile]
+                       [--bf16]
 """
 
 import argparse
@@ -51,6 +53,7 @@ def main():
     parser.add_argument("data")
     parser.add_argument("steps", type=int)
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--bf16", action="store_true")
     args = parser.parse_args()
     opt = json.loads(args.config)
     torch.set_num_threads(os.cpu_count())
@@ -80,6 +83,15 @@ def main():
     batch = [torch.from_numpy(np.load(os.path.join(args.data, n + ".npy"))
                               .astype(np.int64 if n != "x" else np.float32))
              for n in names]
+    if args.bf16:
+        # PyTorch's own mixed precision: autocast's CPU policy (matmuls in
+        # bf16, layer norm, softmax and cross-entropy in f32); the weights,
+        # gradients and optimizer stay f32.
+        full_precision_loss = loss_fn
+
+        def loss_fn(*inputs):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return full_precision_loss(*inputs)
     if args.compile:
         loss_fn = torch.compile(loss_fn)
     optimizer = gpt_torch.make_optimizer(
