@@ -18,11 +18,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
-#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <map>
 
@@ -198,14 +199,6 @@ static SmallVector<arith::ConstantOp> collectScalarConstants(Operation *op) {
   return constants;
 }
 
-/// The row-major strides of a static shape.
-static SmallVector<int64_t> getRowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 /// Replaces the bodies of `group` (equal keys) by calls of one new private
 /// function named `name`.
 static void shareGroup(ModuleOp module, ArrayRef<LoopBody *> group,
@@ -238,14 +231,12 @@ static void shareGroup(ModuleOp module, ArrayRef<LoopBody *> group,
   };
   unsigned numConstants = first.constants.size() + first.outerConstants.size();
   SmallVector<unsigned> varying;
-  llvm::SmallBitVector isVarying(numConstants);
   for (unsigned index = 0; index < numConstants; ++index) {
     Attribute value = constantOf(first, index).getValue();
     if (llvm::any_of(group, [&](LoopBody *body) {
           return constantOf(*body, index).getValue() != value;
         })) {
       varying.push_back(index);
-      isVarying.set(index);
       parameterTypes.push_back(constantOf(first, index).getType());
     }
   }
@@ -265,17 +256,19 @@ static void shareGroup(ModuleOp module, ArrayRef<LoopBody *> group,
     mapping.map(firstBlock.getArgument(i), entry->getArgument(i));
   for (auto [index, external] : llvm::enumerate(first.externals))
     mapping.map(external, entry->getArgument(numIvs + index));
-  unsigned firstConstant = numIvs + first.externals.size();
-  auto parameterOf = [&](unsigned index) {
-    return entry->getArgument(firstConstant + llvm::find(varying, index) -
-                              varying.begin());
-  };
+  // The parameter of each constant that differs, by constant number.
+  llvm::DenseMap<unsigned, BlockArgument> parameterOf;
+  for (auto [position, index] : llvm::enumerate(varying))
+    parameterOf[index] =
+        entry->getArgument(numIvs + first.externals.size() + position);
   builder.setInsertionPointToStart(entry);
   unsigned numInside = first.constants.size();
   for (auto [position, outer] : llvm::enumerate(first.outerConstants)) {
     unsigned index = numInside + position;
-    Value value = isVarying[index] ? Value(parameterOf(index))
-                                   : builder.clone(*outer)->getResult(0);
+    auto parameter = parameterOf.find(index);
+    Value value = parameter != parameterOf.end()
+                      ? Value(parameter->second)
+                      : builder.clone(*outer)->getResult(0);
     mapping.map(outer.getResult(), value);
   }
   for (Operation &op : firstBlock.without_terminator())
@@ -288,7 +281,7 @@ static void shareGroup(ModuleOp module, ArrayRef<LoopBody *> group,
   for (unsigned index : varying) {
     if (index >= numInside)
       continue;
-    cloned[index].replaceAllUsesWith(parameterOf(index));
+    cloned[index].replaceAllUsesWith(parameterOf[index]);
     cloned[index].erase();
   }
 
@@ -306,7 +299,7 @@ static void shareGroup(ModuleOp module, ArrayRef<LoopBody *> group,
       auto memref = cast<MemRefType>(type);
       arguments.push_back(memref::ReinterpretCastOp::create(
           before, loopLoc, memref, external, /*offset=*/0, memref.getShape(),
-          getRowMajorStrides(memref.getShape())));
+          computeStrides(memref.getShape())));
     }
     for (unsigned index : varying)
       arguments.push_back(arith::ConstantOp::create(
