@@ -552,11 +552,15 @@ struct KernelMergeLaunchesPass
     for (ArrayRef<LaunchOp> run : runs)
       if (failed(mergeRun(run, symbols, nextName)))
         return signalPassFailure();
-    // Kernels no launch calls any more.
-    SymbolTableCollection collection;
-    SymbolUserMap users(collection, module);
+    // Kernels no launch calls any more. Launches live in entries only, so
+    // the kernels' bodies, most of the module, need no walk.
+    llvm::DenseSet<StringAttr> launched;
+    for (auto entry : module.getOps<EntryOp>())
+      entry.walk([&](LaunchOp launch) {
+        launched.insert(launch.getKernelAttr().getAttr());
+      });
     for (auto kernel : llvm::make_early_inc_range(module.getOps<FuncOp>()))
-      if (users.getUsers(kernel).empty())
+      if (!launched.contains(kernel.getSymNameAttr()))
         kernel.erase();
   }
 };
