@@ -13,7 +13,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <limits>
 #include <random>
 
@@ -329,6 +333,71 @@ TEST(GemmLibrary, OpenBlasWarnsWhenItRunsGenericKernels) {
         << library->fallbackWarning();
   else if (core == "SkylakeX" || core == "Cooperlake")
     EXPECT_EQ(library->fallbackWarning(), "");
+}
+
+/// The threads of this process.
+size_t countThreads() {
+  size_t threads = 0;
+  if (DIR *tasks = ::opendir("/proc/self/task")) {
+    while (dirent *entry = ::readdir(tasks))
+      threads += entry->d_name[0] != '.';
+    ::closedir(tasks);
+  }
+  return threads;
+}
+
+/// The checks of OpenBlasLoadsOnDemandWithoutThreads, in a fresh process:
+/// the first failure, or "".
+std::string checkOpenBlasLoadsOnDemand() {
+  if (::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD))
+    return "OpenBLAS was loaded before the runtime asked for it";
+  size_t threadsBefore = countThreads();
+  ::setenv("OPENBLAS_NUM_THREADS", "3", 1);
+  std::string error;
+  std::shared_ptr<const GemmLibrary> library =
+      getGemmLibrary("openblas", error);
+  if (!library)
+    return error;
+  const char *variable = std::getenv("OPENBLAS_NUM_THREADS");
+  if (!variable || std::string(variable) != "3")
+    return "OPENBLAS_NUM_THREADS is not restored";
+  if (countThreads() != threadsBefore)
+    return "loading OpenBLAS started " +
+           std::to_string(countThreads() - threadsBefore) + " threads";
+  void *loaded = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+  if (!loaded)
+    return "OpenBLAS is not loaded";
+  auto threads =
+      reinterpret_cast<int (*)()>(::dlsym(loaded, "openblas_get_num_threads"));
+  if (!threads || threads() != 1)
+    return "OpenBLAS does not compute on one thread";
+  float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8}, c[4] = {};
+  GemmProblem problem;
+  problem.m = problem.n = problem.k = 2;
+  problem.a = a;
+  problem.b = b;
+  problem.c = c;
+  problem.lda = problem.ldb = problem.ldc = 2;
+  library->run(problem);
+  if (c[0] != 19 || c[1] != 22 || c[2] != 43 || c[3] != 50)
+    return "a 2x2 product is wrong";
+  return "";
+}
+
+// OpenBLAS is loaded when first asked for, not at the process's start, and
+// its load starts no thread of its own (OPENBLAS_NUM_THREADS=1 during the
+// load); the variable is then what it was, here a value the runtime must
+// not keep. In a fresh process (a death test re-runs this binary), where no
+// other test has loaded it.
+TEST(GemmLibraryDeathTest, OpenBlasLoadsOnDemandWithoutThreads) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::string failure = checkOpenBlasLoadsOnDemand();
+        std::fprintf(stderr, "%s\n", failure.c_str());
+        std::exit(failure.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 #endif
 

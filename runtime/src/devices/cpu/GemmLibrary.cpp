@@ -49,8 +49,10 @@ std::vector<std::string> kiln::cpu::builtInGemmLibraries() {
   return names;
 }
 
-/// Creates library `name`, once per process.
-static std::shared_ptr<const GemmLibrary> createOnce(const std::string &name) {
+/// Creates library `name`, once per process; an empty pointer with `error`
+/// set when it cannot be loaded.
+static std::shared_ptr<const GemmLibrary> createOnce(const std::string &name,
+                                                     std::string &error) {
   static std::mutex mutex;
   static std::vector<std::shared_ptr<const GemmLibrary>> created;
   std::lock_guard<std::mutex> lock(mutex);
@@ -64,7 +66,7 @@ static std::shared_ptr<const GemmLibrary> createOnce(const std::string &name) {
 #endif
 #ifdef KILN_HAVE_OPENBLAS
   if (name == "openblas")
-    library = createOpenBlasGemm();
+    library = createOpenBlasGemm(error);
 #endif
   if (name == "reference")
     library = createReferenceGemm();
@@ -85,7 +87,7 @@ kiln::cpu::getGemmLibrary(const std::string &name, std::string &error) {
     wanted = builtIn.front();
   for (const std::string &candidate : builtIn)
     if (candidate == wanted)
-      return createOnce(candidate);
+      return createOnce(candidate, error);
   std::string list;
   for (const std::string &candidate : builtIn)
     list += (list.empty() ? "" : ", ") + candidate;
@@ -100,11 +102,13 @@ kiln::cpu::getGemmLibraryFor(GemmTypes types,
   if (chosen && chosen->supports(types))
     return chosen;
   for (const std::string &name : builtInGemmLibraries()) {
-    std::shared_ptr<const GemmLibrary> library = createOnce(name);
+    std::string ignored; // A library that cannot load is skipped.
+    std::shared_ptr<const GemmLibrary> library = createOnce(name, ignored);
     if (library && library->supports(types))
       return library;
   }
-  return createOnce("reference");
+  std::string ignored;
+  return createOnce("reference", ignored);
 }
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -126,7 +126,8 @@ std::shared_ptr<const GemmLibrary> createReferenceGemm();
 std::shared_ptr<const GemmLibrary> createOneDnnGemm();
 #endif
 #ifdef KILN_HAVE_OPENBLAS
-std::shared_ptr<const GemmLibrary> createOpenBlasGemm();
+/// OpenBLAS, loaded on first use; empty with `error` set if it cannot be.
+std::shared_ptr<const GemmLibrary> createOpenBlasGemm(std::string &error);
 #endif
 
 /// An IEEE half as the GEMM templates store it (bf16 is a plain uint16_t).

@@ -9,13 +9,27 @@
 // OpenBLAS has no bf16 x bf16 -> f32 GEMM in Debian's build, so that type
 // goes to the next library that has one.
 //
+// The library is loaded with dlopen when a session first asks for it, not
+// linked: Debian's pthreads build starts a thread per core in its load-time
+// constructor, which spins on sched_yield for a while. Linked, that thread
+// ran in every Kiln process (a `kiln compile` spent about 0.1 s of CPU time
+// in it on 2 cores) although Kiln computes on one thread per call.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GemmLibrary.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <type_traits>
+
+#ifndef KILN_OPENBLAS_PATH
+#define KILN_OPENBLAS_PATH "libopenblas.so.0"
+#endif
 
 using namespace kiln;
 using namespace kiln::cpu;
@@ -43,23 +57,77 @@ int coreIsaRank(const std::string &core) {
   return -1;
 }
 
+/// The OpenBLAS entry points Kiln calls, from the dlopen'ed library.
+struct OpenBlasApi {
+  void *handle = nullptr;
+  decltype(&::openblas_get_config) getConfig = nullptr;
+  decltype(&::openblas_get_corename) getCorename = nullptr;
+  decltype(&::cblas_sgemm) sgemm = nullptr;
+  decltype(&::cblas_dgemm) dgemm = nullptr;
+};
+
+/// Loads OpenBLAS from the path found when Kiln was configured, else by its
+/// soname, or says why not in `error`. Its threads stay unstarted: the
+/// constructor reads OPENBLAS_NUM_THREADS, set to 1 around the load (and
+/// then restored); Kiln computes on the calling thread, the session's pool
+/// spreading the tiles, and OpenBLAS's threads would spin on the cores the
+/// pool uses.
+std::optional<OpenBlasApi> loadOpenBlas(std::string &error) {
+  const char *variable = "OPENBLAS_NUM_THREADS";
+  const char *previous = std::getenv(variable);
+  std::optional<std::string> saved;
+  if (previous)
+    saved = previous;
+  ::setenv(variable, "1", /*overwrite=*/1);
+  OpenBlasApi api;
+  for (const char *path : {KILN_OPENBLAS_PATH, "libopenblas.so.0"})
+    if ((api.handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+      break;
+  const char *reason = api.handle ? nullptr : ::dlerror();
+  if (saved)
+    ::setenv(variable, saved->c_str(), /*overwrite=*/1);
+  else
+    ::unsetenv(variable);
+  if (!api.handle) {
+    error = std::string("OpenBLAS cannot be loaded (") +
+            (reason ? reason : KILN_OPENBLAS_PATH) + ")";
+    return std::nullopt;
+  }
+  auto resolve = [&](auto &function, const char *symbol) {
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+        ::dlsym(api.handle, symbol));
+    return function != nullptr;
+  };
+  if (!resolve(api.getConfig, "openblas_get_config") ||
+      !resolve(api.getCorename, "openblas_get_corename") ||
+      !resolve(api.sgemm, "cblas_sgemm") ||
+      !resolve(api.dgemm, "cblas_dgemm")) {
+    error = "the OpenBLAS loaded lacks a cblas or openblas_ entry point";
+    ::dlclose(api.handle);
+    return std::nullopt;
+  }
+  // One thread per call even where the variable did not reach it (a
+  // library loaded before, by the embedding program).
+  if (auto setThreads = reinterpret_cast<decltype(&::openblas_set_num_threads)>(
+          ::dlsym(api.handle, "openblas_set_num_threads")))
+    setThreads(1);
+  return api;
+}
+
 class OpenBlasGemm final : public GemmLibrary {
 public:
-  OpenBlasGemm() {
-    // Computes on the calling thread: the session's pool spreads the tiles,
-    // and OpenBLAS's own threads would spin on the cores the pool uses.
-    openblas_set_num_threads(1);
-  }
+  explicit OpenBlasGemm(OpenBlasApi api) : api(api) {}
+  // The library stays loaded: its kernels may run until the process ends.
   const char *name() const override { return "openblas"; }
   std::string version() const override {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64":
     // the first two words.
-    std::string config = openblas_get_config();
+    std::string config = api.getConfig();
     size_t space = config.find(' ');
     space = space == std::string::npos ? space : config.find(' ', space + 1);
     return config.substr(0, space);
   }
-  std::string isa() const override { return openblas_get_corename(); }
+  std::string isa() const override { return api.getCorename(); }
   bool supports(GemmTypes types) const override {
     return types == GemmTypes::F32 || types == GemmTypes::F64;
   }
@@ -83,21 +151,28 @@ public:
       return static_cast<blasint>(value > 0 ? value : 1);
     };
     if (p.types == GemmTypes::F32)
-      cblas_sgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k,
-                  static_cast<float>(p.alpha), static_cast<const float *>(p.a),
-                  ld(p.lda), static_cast<const float *>(p.b), ld(p.ldb),
-                  static_cast<float>(p.beta), static_cast<float *>(p.c),
-                  ld(p.ldc));
+      api.sgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k,
+                static_cast<float>(p.alpha), static_cast<const float *>(p.a),
+                ld(p.lda), static_cast<const float *>(p.b), ld(p.ldb),
+                static_cast<float>(p.beta), static_cast<float *>(p.c),
+                ld(p.ldc));
     else
-      cblas_dgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, p.alpha,
-                  static_cast<const double *>(p.a), ld(p.lda),
-                  static_cast<const double *>(p.b), ld(p.ldb), p.beta,
-                  static_cast<double *>(p.c), ld(p.ldc));
+      api.dgemm(CblasRowMajor, ta, tb, p.m, p.n, p.k, p.alpha,
+                static_cast<const double *>(p.a), ld(p.lda),
+                static_cast<const double *>(p.b), ld(p.ldb), p.beta,
+                static_cast<double *>(p.c), ld(p.ldc));
   }
+
+private:
+  OpenBlasApi api;
 };
 
 } // namespace
 
-std::shared_ptr<const GemmLibrary> kiln::cpu::createOpenBlasGemm() {
-  return std::make_shared<OpenBlasGemm>();
+std::shared_ptr<const GemmLibrary>
+kiln::cpu::createOpenBlasGemm(std::string &error) {
+  std::optional<OpenBlasApi> api = loadOpenBlas(error);
+  if (!api)
+    return nullptr;
+  return std::make_shared<OpenBlasGemm>(*api);
 }
