@@ -383,6 +383,103 @@ static void collectTouched(LaunchOp launch, BufferAccessAnalysis &access,
   }
 }
 
+namespace {
+/// The entry's live lower bound (BufferLiveness) while launches move down,
+/// without a liveness analysis per move. A move of launch L from before
+/// op P to just before a later op T changes live bytes only at the
+/// scheduled ops from L through T, by at most the bytes of the transients
+/// L touches, S: only their live ranges change, within that window (in-
+/// place reuses included: a transient is reused only where it dies). So
+/// the tracker keeps, per scheduled op, an upper bound of its live bytes
+/// (exact after an analysis) and an op where the bound is reached; a move
+/// whose window excludes that op and whose window's upper bounds plus 2S
+/// stay within the bound leaves the bound as it is. Other moves run the
+/// analysis, as before, and are undone if the bound rises.
+class LiveBoundTracker {
+public:
+  LiveBoundTracker(EntryOp entry, BufferAccessAnalysis &access)
+      : entry(entry), access(access) {}
+
+  /// Moves `launch` to just before `target`, a later scheduled op, unless
+  /// that raises the entry's live lower bound.
+  void moveUnlessBoundRises(LaunchOp launch, Operation *target) {
+    if (!analysis)
+      analyze();
+    if (movesWithinBound(launch, target))
+      return;
+    Operation *before = launch->getNextNode();
+    int64_t bound = analysis->getLiveLowerBound();
+    launch->moveBefore(target);
+    BufferLiveness moved(entry, access);
+    if (moved.getLiveLowerBound() > bound) {
+      launch->moveBefore(before);
+      return;
+    }
+    adopt(std::move(moved));
+  }
+
+  /// Forgets what it knows: the entry changed in some other way.
+  void invalidate() { analysis.reset(); }
+
+private:
+  void analyze() { adopt(BufferLiveness(entry, access)); }
+
+  void adopt(BufferLiveness fresh) {
+    analysis.emplace(std::move(fresh));
+    upperBytes.clear();
+    for (auto [point, op] : llvm::enumerate(analysis->getSchedule()))
+      upperBytes[op] = analysis->getLiveBytes()[point].total();
+    int64_t peak = analysis->getPeakPoint();
+    peakOp = peak >= 0 ? analysis->getSchedule()[peak] : nullptr;
+  }
+
+  /// Moves `launch` before `target` if the move provably keeps the bound,
+  /// updating the upper bounds; false, with nothing moved, otherwise.
+  bool movesWithinBound(LaunchOp launch, Operation *target) {
+    // S: the transients `launch` touches, each counted once.
+    int64_t touchedBytes = 0;
+    llvm::SmallDenseSet<unsigned> touched;
+    for (auto [operand, operandAccess] : llvm::zip_equal(
+             launch->getOperands(), access.getOperandAccess(launch))) {
+      if (operandAccess == BufferAccess::None)
+        continue;
+      std::optional<unsigned> transient = analysis->lookupTransient(operand);
+      if (transient && touched.insert(*transient).second)
+        touchedBytes += analysis->getTransients()[*transient].sizeInBytes;
+    }
+    int64_t bound = analysis->getLiveLowerBound();
+    int64_t windowUpper = 0;
+    SmallVector<Operation *> window;
+    for (Operation *op = launch; op; op = op->getNextNode()) {
+      if (isScheduledOp(op)) {
+        if (op == peakOp)
+          return false;
+        windowUpper = std::max(windowUpper, upperBytes.lookup(op));
+        window.push_back(op);
+      }
+      if (op == target)
+        break;
+    }
+    if (windowUpper + 2 * touchedBytes > bound)
+      return false;
+    launch->moveBefore(target);
+    for (Operation *op : window)
+      upperBytes[op] = windowUpper + 2 * touchedBytes;
+    return true;
+  }
+
+  EntryOp entry;
+  BufferAccessAnalysis &access;
+  /// The last analysis: its bound is the entry's, its transients' sizes
+  /// hold; its schedule may be out of date.
+  std::optional<BufferLiveness> analysis;
+  llvm::DenseMap<Operation *, int64_t> upperBytes;
+  /// A scheduled op whose live bytes are the bound (none without live
+  /// transients: the bound is 0).
+  Operation *peakOp = nullptr;
+};
+} // namespace
+
 /// Moves launches of `entry` down to where they can join a neighbour, last
 /// first (a launch then moves to where the later ones went):
 /// - a sequential launch (range 1) to just before the next sequential one,
@@ -409,9 +506,7 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
     return launch && isMergeable(launch, kernelOf(op), access);
   };
   SmallVector<LaunchOp> launches(entry.getBody().front().getOps<LaunchOp>());
-  // The entry's live lower bound, as of the moves made so far (computed
-  // once, then after each guarded move, not before and after each).
-  std::optional<int64_t> bound;
+  LiveBoundTracker liveBound(entry, access);
   for (LaunchOp launch : llvm::reverse(launches)) {
     bool sequential = isSequential(launch);
     if (!sequential && !isMergeableLaunch(launch))
@@ -459,20 +554,12 @@ static void sinkLaunches(EntryOp entry, SymbolTable &symbols,
     }
     if (!target)
       continue;
-    Operation *before = launch->getNextNode();
     if (sequential) {
       launch->moveBefore(target);
-      bound.reset(); // Unguarded: recomputed when next needed.
+      liveBound.invalidate(); // Unguarded: analyzed when next needed.
       continue;
     }
-    if (!bound)
-      bound = BufferLiveness(entry, access).getLiveLowerBound();
-    launch->moveBefore(target);
-    int64_t moved = BufferLiveness(entry, access).getLiveLowerBound();
-    if (moved > *bound)
-      launch->moveBefore(before);
-    else
-      bound = moved;
+    liveBound.moveUnlessBoundRises(launch, target);
   }
 }
 
