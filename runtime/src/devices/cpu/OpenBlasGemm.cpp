@@ -71,7 +71,8 @@ struct OpenBlasApi {
 /// constructor reads OPENBLAS_NUM_THREADS, set to 1 around the load (and
 /// then restored); Kiln computes on the calling thread, the session's pool
 /// spreading the tiles, and OpenBLAS's threads would spin on the cores the
-/// pool uses.
+/// pool uses. (setenv is not safe against another thread's getenv: this
+/// runs once per process, under createOnce's lock, when a session is made.)
 std::optional<OpenBlasApi> loadOpenBlas(std::string &error) {
   const char *variable = "OPENBLAS_NUM_THREADS";
   const char *previous = std::getenv(variable);
