@@ -393,8 +393,9 @@ namespace {
 /// the tracker keeps, per scheduled op, an upper bound of its live bytes
 /// (exact after an analysis) and an op where the bound is reached; a move
 /// whose window excludes that op and whose window's upper bounds plus 2S
-/// stay within the bound leaves the bound as it is. Other moves run the
-/// analysis, as before, and are undone if the bound rises.
+/// (twice the argument's S, as a margin) stay within the bound leaves the
+/// bound as it is. Other moves run the analysis, as before, and are undone
+/// if the bound rises.
 class LiveBoundTracker {
 public:
   LiveBoundTracker(EntryOp entry, BufferAccessAnalysis &access)
