@@ -101,13 +101,12 @@ kiln::cpu::getGemmLibraryFor(GemmTypes types,
                              const std::shared_ptr<const GemmLibrary> &chosen) {
   if (chosen && chosen->supports(types))
     return chosen;
+  std::string ignored; // A library that cannot load is skipped.
   for (const std::string &name : builtInGemmLibraries()) {
-    std::string ignored; // A library that cannot load is skipped.
     std::shared_ptr<const GemmLibrary> library = createOnce(name, ignored);
     if (library && library->supports(types))
       return library;
   }
-  std::string ignored;
   return createOnce("reference", ignored);
 }
 

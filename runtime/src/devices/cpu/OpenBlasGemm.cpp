@@ -59,7 +59,6 @@ int coreIsaRank(const std::string &core) {
 
 /// The OpenBLAS entry points Kiln calls, from the dlopen'ed library.
 struct OpenBlasApi {
-  void *handle = nullptr;
   decltype(&::openblas_get_config) getConfig = nullptr;
   decltype(&::openblas_get_corename) getCorename = nullptr;
   decltype(&::cblas_sgemm) sgemm = nullptr;
@@ -80,38 +79,39 @@ std::optional<OpenBlasApi> loadOpenBlas(std::string &error) {
   if (previous)
     saved = previous;
   ::setenv(variable, "1", /*overwrite=*/1);
-  OpenBlasApi api;
+  void *handle = nullptr;
   for (const char *path : {KILN_OPENBLAS_PATH, "libopenblas.so.0"})
-    if ((api.handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+    if ((handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL)))
       break;
-  const char *reason = api.handle ? nullptr : ::dlerror();
+  const char *reason = handle ? nullptr : ::dlerror();
   if (saved)
     ::setenv(variable, saved->c_str(), /*overwrite=*/1);
   else
     ::unsetenv(variable);
-  if (!api.handle) {
+  if (!handle) {
     error = std::string("OpenBLAS cannot be loaded (") +
             (reason ? reason : KILN_OPENBLAS_PATH) + ")";
     return std::nullopt;
   }
   auto resolve = [&](auto &function, const char *symbol) {
     function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-        ::dlsym(api.handle, symbol));
+        ::dlsym(handle, symbol));
     return function != nullptr;
   };
+  OpenBlasApi api;
+  decltype(&::openblas_set_num_threads) setThreads = nullptr;
   if (!resolve(api.getConfig, "openblas_get_config") ||
       !resolve(api.getCorename, "openblas_get_corename") ||
       !resolve(api.sgemm, "cblas_sgemm") ||
-      !resolve(api.dgemm, "cblas_dgemm")) {
+      !resolve(api.dgemm, "cblas_dgemm") ||
+      !resolve(setThreads, "openblas_set_num_threads")) {
     error = "the OpenBLAS loaded lacks a cblas or openblas_ entry point";
-    ::dlclose(api.handle);
+    ::dlclose(handle);
     return std::nullopt;
   }
   // One thread per call even where the variable did not reach it (a
   // library loaded before, by the embedding program).
-  if (auto setThreads = reinterpret_cast<decltype(&::openblas_set_num_threads)>(
-          ::dlsym(api.handle, "openblas_set_num_threads")))
-    setThreads(1);
+  setThreads(1);
   return api;
 }
 
