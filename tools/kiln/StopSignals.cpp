@@ -6,6 +6,7 @@
 
 #include "StopSignals.h"
 
+#include <atomic>
 #include <csignal>
 #include <unistd.h>
 
@@ -13,18 +14,23 @@ using namespace kiln::cli;
 
 namespace {
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
-volatile std::sig_atomic_t pending = 0;
+// Any thread may take a signal (the runtime's and the GEMM library's workers
+// do not block them), so two signals that arrive together can run their
+// handlers at once: exactly one of them claims `pending`.
+std::atomic<int> pending{0};
+static_assert(std::atomic<int>::is_always_lock_free,
+              "a signal handler may only touch lock-free atomics");
 struct sigaction previous[sizeof(kStopSignals) / sizeof(kStopSignals[0])];
 
 extern "C" void onStopSignal(int signal) {
-  if (pending != 0)
+  int none = 0;
+  if (!pending.compare_exchange_strong(none, signal))
     ::_exit(128 + signal); // The second signal: stop now.
-  pending = signal;
 }
 } // namespace
 
 StopSignalScope::StopSignalScope() {
-  pending = 0;
+  pending.store(0);
   struct sigaction action = {};
   action.sa_handler = onStopSignal;
   sigemptyset(&action.sa_mask);
@@ -38,7 +44,7 @@ StopSignalScope::~StopSignalScope() {
     ::sigaction(kStopSignals[i], &previous[i], nullptr);
 }
 
-int StopSignalScope::pendingSignal() { return pending; }
+int StopSignalScope::pendingSignal() { return pending.load(); }
 
 const char *StopSignalScope::signalName(int signal) {
   switch (signal) {
