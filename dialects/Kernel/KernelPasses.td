@@ -59,6 +59,14 @@ def KernelTileGemms : Pass<"kernel-tile-gemms", "::mlir::ModuleOp"> {
     blocks first (each tile then reads all of B, as the library packs it
     once per call), then of whole `block`-column blocks. A dim left whole
     gets 0.
+
+    A tile of `tm x tn` reads `1/tm + 1/tn` elements of A and B per
+    multiply-add; a library packs them only when that is small (oneDNN's
+    sgemm on AVX2: below 0.0038). With `max-traffic` set, a product that is
+    itself within it and has `k >= traffic-min-k` gets the grid with the
+    most tiles (at most the tiles wanted) whose smallest tile keeps within
+    it, the squarest of those; unless that is a single tile, which would
+    leave the other threads idle.
     ```mlir
     // 2048 x 384 x 128 = 48 * tile-work: 32 blocks of 64 rows, each cut
     // into 2 tiles of 192 columns.
@@ -73,6 +81,12 @@ def KernelTileGemms : Pass<"kernel-tile-gemms", "::mlir::ModuleOp"> {
            "The most tiles one batch entry is cut into">,
     Option<"block", "block", "int64_t", /*default=*/"64",
            "Tile sizes are multiples of this many rows or columns">,
+    Option<"maxTraffic", "max-traffic", "double", /*default=*/"0",
+           "The most A and B elements a tile may read per multiply-add, "
+           "1/tile_m + 1/tile_n, where the whole product keeps within it "
+           "(0: no bound)">,
+    Option<"trafficMinK", "traffic-min-k", "int64_t", /*default=*/"0",
+           "max-traffic bounds the products with at least this k">,
   ];
   let dependentDialects = ["::kiln::kernel::KernelDialect"];
 }

@@ -150,7 +150,8 @@ void kiln::addKernelPasses(OpPassManager &pm, const CompileOptions &options) {
   // schedule stays).
   if (std::optional<GemmTiling> tiling = target->getGemmTiling())
     pm.addPass(kernel::createKernelTileGemms(
-        {tiling->tileWork, tiling->maxTiles, tiling->block}));
+        {tiling->tileWork, tiling->maxTiles, tiling->block, tiling->maxTraffic,
+         tiling->trafficMinK}));
   // Placement last: it needs the final schedule, and nothing after it may
   // add, move or reorder the ops that touch transients.
   if (options.naiveArena)

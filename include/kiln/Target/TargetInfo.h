@@ -50,11 +50,16 @@ struct ScheduleParameters {
 };
 
 /// GEMM tiles fixed at compile time (--kernel-tile-gemms): about `tileWork`
-/// multiply-adds per tile, whole `block`s of rows first, at most `maxTiles`.
+/// multiply-adds per tile, whole `block`s of rows first, at most `maxTiles`;
+/// each tile reading at most `maxTraffic` A and B elements per multiply-add
+/// (1/tile_m + 1/tile_n) where the whole product does and k is at least
+/// `trafficMinK` (0: no bound).
 struct GemmTiling {
   int64_t tileWork = 1 << 21;
   int64_t maxTiles = 64;
   int64_t block = 64;
+  double maxTraffic = 0;
+  int64_t trafficMinK = 0;
 };
 
 namespace cuda {

@@ -29,9 +29,17 @@ public:
   std::optional<int64_t> getWorkPerChunk() const override { return 16384; }
 
   // About 2M multiply-adds per tile keeps a tile's call overhead small and
-  // gives the pool work to share on the GPT step's shapes.
+  // gives the pool work to share on the GPT step's shapes. oneDNN's sgemm
+  // packs A and B only for tiles with 1/tile_m + 1/tile_n below 0.0038 (on
+  // AVX2; 0.00196 on AVX-512) and otherwise runs its no-copy kernels, which
+  // took up to twice as long on GPT-2 small's products on an AVX2 machine
+  // once k reached 256 (bench/gemm_tiles.sh): tiles keep below it, with a
+  // margin, where the whole product does.
   std::optional<GemmTiling> getGemmTiling() const override {
-    return GemmTiling{};
+    GemmTiling tiling;
+    tiling.maxTraffic = 0.0036;
+    tiling.trafficMinK = 256;
+    return tiling;
   }
 
   // About eight AdamW updates (~45 ops each): one kernel of all 148 updates
