@@ -9,8 +9,6 @@
 #include "kiln/Files.h"
 #include "kiln/KernelSignatures.h"
 
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <sys/stat.h>
 
@@ -118,10 +116,7 @@ Result Artifact::open(const std::string &directory,
   return Result::ok();
 }
 
-Artifact::~Artifact() {
-  if (library_)
-    ::dlclose(library_);
-}
+Artifact::~Artifact() = default;
 
 Result Artifact::loadPlan() {
   std::string path = directory_ + "/plan.kpl";
@@ -271,20 +266,17 @@ Result Artifact::loadHostKernels(std::string file, uint64_t hash) const {
   // A plan written by the compiler names the exact kernels.so it goes with.
   KILN_RETURN_IF_ERROR(checkFileHash(file, hash, "kernels file"));
   std::string path = directory_ + "/" + file;
-  library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library_) {
-    const char *reason = ::dlerror();
-    return Result::error(KILN_ERROR_KERNELS,
-                         "cannot load the kernels of '" + directory_ +
-                             "': dlopen: " + (reason ? reason : path));
-  }
+  std::string reason;
+  if (!library_.open(path, reason))
+    return Result::error(KILN_ERROR_KERNELS, "cannot load the kernels of '" +
+                                                 directory_ +
+                                                 "': dlopen: " + reason);
   std::string missing;
   size_t missingCount = 0;
   for (const std::string &symbol : symbols) {
     if (kernels_.count(symbol))
       continue;
-    ::dlerror();
-    void *address = ::dlsym(library_, symbol.c_str());
+    void *address = library_.address(symbol.c_str());
     if (!address) {
       if (missingCount++ < 8)
         missing += (missing.empty() ? "'" : ", '") + symbol + "'";
@@ -306,9 +298,8 @@ Result Artifact::loadHostKernels(std::string file, uint64_t hash) const {
 }
 
 Result Artifact::checkKernelSignatures(const std::string &path) const {
-  ::dlerror();
   const char *table =
-      static_cast<const char *>(::dlsym(library_, kKernelSignaturesSymbol));
+      static_cast<const char *>(library_.address(kKernelSignaturesSymbol));
   if (!table)
     return Result::error(KILN_ERROR_KERNELS,
                          path + " exports no " +

@@ -13,6 +13,7 @@
 #ifndef KILN_RUNTIME_ARTIFACT_H
 #define KILN_RUNTIME_ARTIFACT_H
 
+#include "DynamicLibrary.h"
 #include "Result.h"
 
 #include "kiln/plan_generated.h"
@@ -114,7 +115,7 @@ private:
   // The host kernels: a cpu plan's at open, a cuda plan's emulator build
   // when first asked for (under emulatorMutex_).
   mutable std::unordered_map<std::string, KernelFunction> kernels_;
-  mutable void *library_ = nullptr;
+  mutable DynamicLibrary library_;
   mutable bool hostKernelsLoaded_ = false;
   mutable std::mutex emulatorMutex_;
 };

@@ -17,15 +17,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DynamicLibrary.h"
 #include "GemmLibrary.h"
 
 #include <cblas.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
-#include <type_traits>
 
 #ifndef KILN_OPENBLAS_PATH
 #define KILN_OPENBLAS_PATH "libopenblas.so.0"
@@ -79,36 +78,31 @@ std::optional<OpenBlasApi> loadOpenBlas(std::string &error) {
   if (previous)
     saved = previous;
   ::setenv(variable, "1", /*overwrite=*/1);
-  void *handle = nullptr;
+  runtime::DynamicLibrary library;
+  std::string reason;
   for (const char *path : {KILN_OPENBLAS_PATH, "libopenblas.so.0"})
-    if ((handle = ::dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+    if (library.open(path, reason))
       break;
-  const char *reason = handle ? nullptr : ::dlerror();
   if (saved)
     ::setenv(variable, saved->c_str(), /*overwrite=*/1);
   else
     ::unsetenv(variable);
-  if (!handle) {
-    error = std::string("OpenBLAS cannot be loaded (") +
-            (reason ? reason : KILN_OPENBLAS_PATH) + ")";
+  if (!library.isOpen()) {
+    error = "OpenBLAS cannot be loaded (" + reason + ")";
     return std::nullopt;
   }
-  auto resolve = [&](auto &function, const char *symbol) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-        ::dlsym(handle, symbol));
-    return function != nullptr;
-  };
   OpenBlasApi api;
   decltype(&::openblas_set_num_threads) setThreads = nullptr;
-  if (!resolve(api.getConfig, "openblas_get_config") ||
-      !resolve(api.getCorename, "openblas_get_corename") ||
-      !resolve(api.sgemm, "cblas_sgemm") ||
-      !resolve(api.dgemm, "cblas_dgemm") ||
-      !resolve(setThreads, "openblas_set_num_threads")) {
+  if (!library.resolve("openblas_get_config", api.getConfig) ||
+      !library.resolve("openblas_get_corename", api.getCorename) ||
+      !library.resolve("cblas_sgemm", api.sgemm) ||
+      !library.resolve("cblas_dgemm", api.dgemm) ||
+      !library.resolve("openblas_set_num_threads", setThreads)) {
     error = "the OpenBLAS loaded lacks a cblas or openblas_ entry point";
-    ::dlclose(handle);
     return std::nullopt;
   }
+  // Its kernels may run until the process ends.
+  library.keepLoaded();
   // One thread per call even where the variable did not reach it (a
   // library loaded before, by the embedding program).
   setThreads(1);

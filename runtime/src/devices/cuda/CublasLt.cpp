@@ -9,8 +9,6 @@
 #include <algorithm>
 
 #include <cstdlib>
-#include <dlfcn.h>
-#include <type_traits>
 
 using namespace kiln;
 using namespace kiln::cuda;
@@ -26,31 +24,25 @@ LtGemm::~LtGemm() {
 CublasLt::~CublasLt() {
   if (handle_)
     api_.destroy(handle_);
-  if (library_)
-    dlclose(library_);
 }
 
 std::unique_ptr<CublasLt> CublasLt::load(std::string &error) {
   std::unique_ptr<CublasLt> library(new CublasLt());
   const char *chosen = std::getenv("KILN_LIBCUBLASLT");
   library->path_ = chosen && *chosen ? chosen : "libcublasLt.so.13";
-  library->library_ = dlopen(library->path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library->library_) {
-    const char *reason = dlerror();
-    error = "no cuBLASLt: " + library->path_ + " cannot be loaded (" +
-            (reason ? reason : "unknown reason") + ")";
+  std::string reason;
+  if (!library->library_.open(library->path_, reason)) {
+    error =
+        "no cuBLASLt: " + library->path_ + " cannot be loaded (" + reason + ")";
     return nullptr;
   }
   CublasLtApi &api = library->api_;
   bool found = true;
   auto take = [&](const char *symbol, auto &function) {
-    void *address = dlsym(library->library_, symbol);
-    if (!address && found) {
+    if (!library->library_.resolve(symbol, function) && found) {
       error = library->path_ + " has no " + symbol;
       found = false;
     }
-    function =
-        reinterpret_cast<std::remove_reference_t<decltype(function)>>(address);
   };
   take("cublasLtCreate", api.create);
   take("cublasLtDestroy", api.destroy);

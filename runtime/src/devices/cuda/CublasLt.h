@@ -17,6 +17,7 @@
 #ifndef KILN_DEVICES_CUDA_CUBLASLT_H
 #define KILN_DEVICES_CUDA_CUBLASLT_H
 
+#include "DynamicLibrary.h"
 #include "kiln/plan_generated.h"
 
 #include <cstddef>
@@ -167,7 +168,7 @@ public:
 
 private:
   CublasLt() = default;
-  void *library_ = nullptr;
+  runtime::DynamicLibrary library_;
   std::string path_;
   CublasLtApi api_;
   lt::Handle handle_ = nullptr;

@@ -7,7 +7,6 @@
 #include "CudaDriver.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
 
 using namespace kiln;
 using namespace kiln::cuda;
@@ -39,25 +38,20 @@ bool resolve(GetProcAddress getProcAddress, const char *symbol,
 }
 } // namespace
 
-Driver::~Driver() {
-  if (handle_)
-    dlclose(handle_);
-}
+Driver::~Driver() = default;
 
 std::unique_ptr<Driver> Driver::load(std::string &error) {
   std::unique_ptr<Driver> driver(new Driver());
   const char *chosen = std::getenv("KILN_LIBCUDA");
   driver->path_ = chosen && *chosen ? chosen : "libcuda.so.1";
-  driver->handle_ = dlopen(driver->path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!driver->handle_) {
-    const char *reason = dlerror();
+  std::string reason;
+  if (!driver->library_.open(driver->path_, reason)) {
     error = "no NVIDIA driver: " + driver->path_ + " cannot be loaded (" +
-            (reason ? reason : "unknown reason") + ")";
+            reason + ")";
     return nullptr;
   }
-  auto getProcAddress = reinterpret_cast<GetProcAddress>(
-      dlsym(driver->handle_, "cuGetProcAddress_v2"));
-  if (!getProcAddress) {
+  GetProcAddress getProcAddress = nullptr;
+  if (!driver->library_.resolve("cuGetProcAddress_v2", getProcAddress)) {
     error = driver->path_ +
             " has no cuGetProcAddress_v2: not an NVIDIA driver of CUDA 12 "
             "or later";

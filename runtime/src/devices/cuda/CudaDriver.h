@@ -14,6 +14,8 @@
 #ifndef KILN_DEVICES_CUDA_CUDADRIVER_H
 #define KILN_DEVICES_CUDA_CUDADRIVER_H
 
+#include "DynamicLibrary.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -153,7 +155,7 @@ public:
 
 private:
   Driver() = default;
-  void *handle_ = nullptr;
+  runtime::DynamicLibrary library_;
   std::string path_;
   DriverApi api_;
   int version_ = 0;

@@ -10,9 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <dlfcn.h>
 #include <thread>
-#include <type_traits>
 
 using namespace kiln;
 using namespace kiln::cuda;
@@ -29,20 +27,15 @@ std::string formatSeconds(double seconds) {
 }
 } // namespace
 
-Nccl::~Nccl() {
-  if (handle_)
-    dlclose(handle_);
-}
+Nccl::~Nccl() = default;
 
 std::unique_ptr<Nccl> Nccl::load(std::string &error) {
   std::unique_ptr<Nccl> nccl(new Nccl());
   const char *chosen = std::getenv("KILN_LIBNCCL");
   std::string path = chosen && *chosen ? chosen : "libnccl.so.2";
-  nccl->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!nccl->handle_) {
-    const char *reason = dlerror();
-    error = "no NCCL: " + path + " cannot be loaded (" +
-            (reason ? reason : "unknown reason") + ")";
+  std::string reason;
+  if (!nccl->library_.open(path, reason)) {
+    error = "no NCCL: " + path + " cannot be loaded (" + reason + ")";
     return nullptr;
   }
   // Every entry point up front: a library that lacks one fails here, not
@@ -51,15 +44,11 @@ std::unique_ptr<Nccl> Nccl::load(std::string &error) {
   auto take = [&](const char *symbol, auto &function) {
     if (!resolved)
       return;
-    void *address = dlsym(nccl->handle_, symbol);
-    if (!address) {
+    if (!nccl->library_.resolve(symbol, function)) {
       error = path + " has no " + symbol +
               ": Kiln needs NCCL 2.14 or later (non-blocking communicators)";
       resolved = false;
-      return;
     }
-    function =
-        reinterpret_cast<std::remove_reference_t<decltype(function)>>(address);
   };
   NcclApi &api = nccl->api_;
   take("ncclGetVersion", api.ncclGetVersion);

@@ -20,6 +20,7 @@
 
 #include "CudaContext.h"
 #include "Device.h"
+#include "DynamicLibrary.h"
 #include "Result.h"
 
 #include <cstddef>
@@ -102,7 +103,7 @@ public:
 
 private:
   Nccl() = default;
-  void *handle_ = nullptr;
+  runtime::DynamicLibrary library_;
   NcclApi api_;
   std::string description_;
 };
