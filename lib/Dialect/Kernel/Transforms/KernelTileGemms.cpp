@@ -1,5 +1,4 @@
-//===- KernelTileGemms.cpp - Fixed tiles of C for the cpu executor
-//---------===//
+//===- KernelTileGemms.cpp - Fixed tiles of C for the cpu executor --------===//
 //
 // Part of Kiln. --kernel-tile-gemms: every kernel.gemm gets the tiles of C
 // (tile_m rows by tile_n columns) that the cpu executor computes as separate
@@ -88,8 +87,8 @@ std::pair<DimTiles, DimTiles> chooseTiles(int64_t m, int64_t n, int64_t wanted,
         best = {r, c};
     }
   }
-  // One tile for the whole product leaves the pool's other threads idle,
-  // which costs as much as the no-copy kernels on two and more on more.
+  // A single tile leaves the pool's other threads idle: on two threads that
+  // costs about what the no-copy kernels cost, on more it costs more.
   if (best.first.count * best.second.count == 1)
     return {rows, cols};
   return best;
