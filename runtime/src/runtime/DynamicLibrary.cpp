@@ -39,6 +39,5 @@ bool DynamicLibrary::open(const std::string &path, std::string &reason) {
 void *DynamicLibrary::address(const char *symbol) const {
   if (!handle_)
     return nullptr;
-  ::dlerror(); // A null symbol is not an error: clear what came before.
   return ::dlsym(handle_, symbol);
 }
