@@ -4,6 +4,8 @@
 // RUN: kiln-opt %s -split-input-file -kernel-tile-gemms="max-traffic=0.0036 traffic-min-k=256" | FileCheck %s --check-prefix=BOUND
 // RUN: not kiln-opt %s -split-input-file -kernel-tile-gemms="max-traffic=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-TRAFFIC
 // BAD-TRAFFIC: error: kernel-tile-gemms: max-traffic must be 0 (no bound) or positive, got -1
+// RUN: not kiln-opt %s -split-input-file -kernel-tile-gemms="traffic-min-k=256" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-MIN-K
+// BAD-MIN-K: error: kernel-tile-gemms: traffic-min-k must be 0 or positive and needs max-traffic, got 256 with max-traffic 0
 
 // The GPT example's q/k/v product, 2048 x 384 x 128 = 48 * 2^21
 // multiply-adds: 48 tiles wanted, 32 blocks of 64 rows, each cut in 2 of

@@ -117,6 +117,13 @@ struct KernelTileGemmsPass
           << maxTraffic;
       return signalPassFailure();
     }
+    if (trafficMinK < 0 || (trafficMinK > 0 && maxTraffic == 0)) {
+      getOperation().emitError()
+          << "kernel-tile-gemms: traffic-min-k must be 0 or positive and "
+             "needs max-traffic, got "
+          << trafficMinK << " with max-traffic " << maxTraffic;
+      return signalPassFailure();
+    }
     Builder builder(&getContext());
     getOperation().walk([&](GemmOp gemm) {
       int64_t m = gemm.getM(), n = gemm.getN(), k = gemm.getK();
